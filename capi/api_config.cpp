@@ -1,0 +1,51 @@
+// Version, instruction-set and thread-count entry points.
+#include <cstring>
+
+#include "../src/dispatch.hpp"
+#include "../src/threading.hpp"
+#include "attnkern.h"
+#include "errors.hpp"
+
+#define AK_STR_(x) #x
+#define AK_STR(x) AK_STR_(x)
+
+extern "C" {
+
+const char *ak_version(void) {
+  return AK_STR(AK_VERSION_MAJOR) "." AK_STR(AK_VERSION_MINOR) "." AK_STR(AK_VERSION_PATCH);
+}
+
+int ak_abi_version(void) { return AK_ABI_VERSION; }
+
+const char *ak_get_isa(void) { return ak::active_kernels().name; }
+
+ak_status ak_set_isa(const char *name) {
+  return ak::capi::guarded("ak_set_isa", [&] {
+    switch (ak::select_isa(name)) {
+    case ak::IsaChoice::ok: return AK_OK;
+    case ak::IsaChoice::unknown_name:
+      return ak::capi::fail(AK_ERR_BAD_ARGUMENT,
+                            "ak_set_isa: unknown instruction set \"%.64s\" (expected auto, avx512, "
+                            "avx2, sse2, neon or scalar)",
+                            name);
+    case ak::IsaChoice::unsupported:
+      return ak::capi::fail(AK_ERR_UNSUPPORTED,
+                            "ak_set_isa: this CPU (or this build) does not support \"%.64s\"; "
+                            "the instruction set in use stays \"%s\"",
+                            name, ak::active_kernels().name);
+    }
+    return AK_OK;
+  });
+}
+
+ak_status ak_set_num_threads(int n) {
+  if (n < 0)
+    return ak::capi::fail(AK_ERR_BAD_ARGUMENT,
+                          "ak_set_num_threads: n = %d is negative (0 means the OpenMP default)", n);
+  ak::set_thread_setting(n);
+  return AK_OK;
+}
+
+int ak_get_num_threads(void) { return ak::threads_for_call(); }
+
+} // extern "C"

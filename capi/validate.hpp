@@ -1,0 +1,42 @@
+// Argument checks shared by the entry points. Each check records the first
+// failure (status and message); the entry point calls the kernel only when
+// every check passed, so bad input never reaches a store.
+#pragma once
+
+#include <cstdint>
+
+#include "attnkern.h"
+
+namespace ak::capi {
+
+class ArgCheck {
+public:
+  explicit ArgCheck(const char *fn) : fn_(fn) {}
+  bool ok() const { return status_ == AK_OK; }
+  // Records `status` with "fn: message" unless a failure is already recorded.
+  ArgCheck &fail(ak_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+      __attribute__((format(printf, 3, 4)))
+#endif
+      ;
+  // Returns the recorded status (AK_OK if none), publishing its message.
+  ak_status result() const;
+
+  ArgCheck &size(const char *name, std::int64_t v); // >= 0, else BAD_SHAPE
+  ArgCheck &pointer(const char *name, const void *p, std::int64_t extent);
+  // ld >= max(1, min_ld), else BAD_STRIDE; `what` explains min_ld.
+  ArgCheck &leading_dim(const char *name, std::int64_t ld, std::int64_t min_ld,
+                        const char *what);
+  // Elements spanned by a rows x cols row-major matrix with leading dimension
+  // ld (0 if empty); OVERFLOW if it, or its size in bytes, does not fit.
+  std::int64_t matrix_extent(const char *name, std::int64_t rows, std::int64_t cols,
+                             std::int64_t ld);
+  // a * b, or OVERFLOW (returns 0 then).
+  std::int64_t product(const char *what, std::int64_t a, std::int64_t b);
+
+private:
+  const char *fn_;
+  ak_status status_ = AK_OK;
+};
+
+} // namespace ak::capi

@@ -1,0 +1,164 @@
+/*
+ * attnkern: fp32 numerics kernels for attention (SGEMM, softmax, fused
+ * scaled-dot-product attention) behind one flat C ABI.
+ *
+ * Conventions: row-major everywhere; sizes, leading dimensions and strides are
+ * int64_t counted in elements (never bytes). Every function that can fail
+ * returns an ak_status; on failure nothing has been written and
+ * ak_last_error() names the argument and the reason.
+ *
+ * This header is C99-clean and C++-clean.
+ */
+#ifndef ATTNKERN_H
+#define ATTNKERN_H
+
+#include <stdint.h>
+
+#define AK_VERSION_MAJOR 0
+#define AK_VERSION_MINOR 1
+#define AK_VERSION_PATCH 0
+/* Bumped on any incompatible change of the binary interface. */
+#define AK_ABI_VERSION 1
+
+#if defined(_WIN32) && defined(AK_BUILDING_SHARED)
+#define AK_API __declspec(dllexport)
+#elif defined(__GNUC__) || defined(__clang__)
+#define AK_API __attribute__((visibility("default")))
+#else
+#define AK_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum {
+  AK_OK = 0,
+  AK_ERR_NULL_POINTER,
+  AK_ERR_BAD_SHAPE,
+  AK_ERR_BAD_STRIDE,
+  AK_ERR_BAD_ARGUMENT,
+  AK_ERR_OVERFLOW,
+  AK_ERR_OUT_OF_MEMORY,
+  AK_ERR_UNSUPPORTED,
+  AK_ERR_INTERNAL
+} ak_status;
+
+/* A static, human-readable name for a status ("AK_ERR_BAD_SHAPE: ..."). */
+AK_API const char *ak_status_string(ak_status s);
+/* Detail of the last failure on the calling thread ("" if none yet). The
+   pointer stays valid until the next attnkern call on this thread. */
+AK_API const char *ak_last_error(void);
+/* "MAJOR.MINOR.PATCH" of the library actually loaded. */
+AK_API const char *ak_version(void);
+/* AK_ABI_VERSION of the library actually loaded. */
+AK_API int ak_abi_version(void);
+
+/* --------------------------------------------------------- configuration */
+
+/* The instruction set in use: "avx512" | "avx2" | "sse2" | "neon" | "scalar". */
+AK_API const char *ak_get_isa(void);
+/* Force an instruction set; NULL or "auto" selects the best the CPU has.
+   A set the CPU (or OS) does not support is AK_ERR_UNSUPPORTED. The
+   environment variable AK_ISA sets the initial choice. Process-wide. */
+AK_API ak_status ak_set_isa(const char *name);
+/* Threads used by each call; 0 = the OpenMP default. Process-wide. A call made
+   from inside an OpenMP parallel region always runs on the calling thread. */
+AK_API ak_status ak_set_num_threads(int n);
+/* The thread count a call would use now (resolves 0 to the OpenMP default). */
+AK_API int ak_get_num_threads(void);
+
+/* ----------------------------------------------------------------- sgemm */
+
+typedef enum { AK_NO_TRANS = 0, AK_TRANS = 1 } ak_trans;
+
+/* C = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T, op(A) is m x k,
+   op(B) is k x n. beta == 0 ignores C's contents (NaN included); alpha == 0
+   or k == 0 never reads A or B. */
+AK_API ak_status ak_sgemm(ak_trans ta, ak_trans tb, int64_t m, int64_t n,
+                          int64_t k, float alpha, const float *a, int64_t lda,
+                          const float *b, int64_t ldb, float beta, float *c,
+                          int64_t ldc);
+
+/* batch independent products; matrix i starts at a + i * stride_a etc. A
+   stride of 0 for A or B reuses one matrix for every product. C's matrices
+   must not overlap. */
+AK_API ak_status ak_sgemm_strided_batched(
+    ak_trans ta, ak_trans tb, int64_t m, int64_t n, int64_t k, float alpha,
+    const float *a, int64_t lda, int64_t stride_a, const float *b, int64_t ldb,
+    int64_t stride_b, float beta, float *c, int64_t ldc, int64_t stride_c,
+    int64_t batch);
+
+/* --------------------------------------------------------------- softmax */
+
+/* Row-wise softmax over the last axis of a rows x cols matrix; y may equal x
+   (with ldy == ldx). -inf entries get weight 0; an all -inf row gives zeros;
+   a NaN (or +inf) makes its row NaN. Entries past cols are never touched. */
+AK_API ak_status ak_softmax(int64_t rows, int64_t cols, const float *x,
+                            int64_t ldx, float *y, int64_t ldy);
+/* Row-wise log(softmax(x)); -inf entries (and every entry of an all -inf
+   row) give -inf. */
+AK_API ak_status ak_log_softmax(int64_t rows, int64_t cols, const float *x,
+                                int64_t ldx, float *y, int64_t ldy);
+/* Softmax along the middle axis of a contiguous [outer, axis_len, inner]
+   tensor (axis 0 of a matrix: outer = 1, inner = cols); y may equal x. */
+AK_API ak_status ak_softmax_axis(int64_t outer, int64_t axis_len,
+                                 int64_t inner, const float *x, float *y);
+
+/* ------------------------------------------------------------- attention */
+
+typedef enum {
+  AK_MASK_NONE = 0,
+  AK_MASK_CAUSAL_TOP_LEFT = 1,    /* key j visible to query i iff j <= i */
+  AK_MASK_CAUSAL_BOTTOM_RIGHT = 2 /* iff j <= i + (kv_len - q_len) */
+} ak_mask;
+
+typedef struct {
+  uint32_t struct_size; /* = sizeof(ak_attention_desc): lets the struct grow */
+  int64_t batch, num_heads, num_kv_heads; /* num_heads % num_kv_heads == 0 */
+  int64_t q_len, kv_len;
+  int64_t head_dim, head_dim_v; /* d_k (q, k) and d_v (v, out); 0 = head_dim */
+  float scale;                  /* 0 = 1/sqrt(head_dim) */
+  int32_t mask;                 /* an ak_mask value */
+  int64_t window_left, window_right; /* around the aligned diagonal; -1 = none */
+  const float *bias;          /* optional additive [b, h, q, kv] */
+  int64_t bias_strides[3];    /* [b, h, q]; 0 broadcasts; kv contiguous */
+  const int32_t *kv_lens;     /* optional [batch] valid kv length (padding) */
+  int64_t q_strides[3];       /* [batch, head, seq]; all 0 = contiguous */
+  int64_t k_strides[3];       /* [b, h, s, d] for that tensor */
+  int64_t v_strides[3];
+  int64_t o_strides[3];
+  float *lse;   /* optional out [b, h, q_len]: log-sum-exp of scaled scores */
+  float *probs; /* optional out [b, h, q_len, kv_len]: attention weights */
+} ak_attention_desc;
+
+/* Zeroes *d, sets struct_size and window_left = window_right = -1. */
+AK_API void ak_attention_desc_init(ak_attention_desc *d);
+/* out = softmax(scale * q k^T + bias, masked) v per (batch, head). */
+AK_API ak_status ak_attention(const ak_attention_desc *d, const float *q,
+                              const float *k, const float *v, float *out);
+
+/* ------------------------------------------------ worked-example helpers */
+
+/* out[p][2i] = sin(p / base^(2i/dim)), out[p][2i+1] = cos(p / base^(2i/dim))
+   for p < max_len; an odd dim leaves the last column 0. */
+AK_API ak_status ak_position_encoding(int64_t max_len, int64_t dim, float base,
+                                      float *out);
+
+/* x [n_tokens, d_model]; w_q, w_k [num_heads, d_model, d_k];
+   w_v [num_heads, d_model, d_v]; out [num_heads, n_tokens, d_v] =
+   softmax((x w_q)(x w_k)^T / sqrt(d_k)) (x w_v) per head. */
+AK_API ak_status ak_mha_self_attention(int64_t n_tokens, int64_t d_model,
+                                       int64_t num_heads, int64_t d_k,
+                                       int64_t d_v, const float *x,
+                                       const float *w_q, const float *w_k,
+                                       const float *w_v, ak_mask mask,
+                                       float *out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ATTNKERN_H */

@@ -1,0 +1,17 @@
+// CPU feature detection, done by hand (CPUID + XGETBV) because xsimd 8.1's
+// detection misreports some AVX-512 CPUs (see DESIGN.md).
+#pragma once
+
+namespace ak {
+
+struct CpuFeatures {
+  bool sse2 = false;
+  bool avx2_fma = false; // AVX2 + FMA3, with the OS saving YMM state
+  bool avx512 = false;   // F + BW + DQ + VL, with the OS saving ZMM state
+  bool neon = false;
+};
+
+// Detected once; cheap to call afterwards.
+const CpuFeatures &cpu_features();
+
+} // namespace ak

@@ -1,0 +1,16 @@
+// Runtime choice of the instruction set: the best one the CPU supports, the
+// AK_ISA environment variable at first use, or ak_set_isa().
+#pragma once
+
+#include "kernel_table.hpp"
+
+namespace ak {
+
+enum class IsaChoice { ok, unknown_name, unsupported };
+
+// The table in use now (never null).
+const KernelTable &active_kernels();
+// name: "auto" (or nullptr) or one of avx512, avx2, sse2, neon, scalar.
+IsaChoice select_isa(const char *name);
+
+} // namespace ak

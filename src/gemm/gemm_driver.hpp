@@ -1,0 +1,187 @@
+// The Goto/BLIS loop nest around the micro-kernel, for one instruction set:
+//
+//   for jc in n step NC           (B panel: KC x NC, packed once, shared)
+//     for pc in k step KC         (the only loop that accumulates into C)
+//       pack B[pc:pc+KC, jc:jc+NC] into NR-wide slivers   (threads split slivers)
+//       for each (ic, n-part) work item                   (threads split items)
+//         pack A[ic:ic+MC, pc:pc+KC] into MR-tall slivers (per thread)
+//         for jr in the n-part step NR, for ir in MC step MR: micro-kernel
+//
+// Determinism: the k loop is never split across threads and KC depends only
+// on k, so every element of C sees the same sequence of operations for any
+// thread count. MC and the n-parts may follow the thread count: they only
+// decide which thread computes a tile, not how.
+#pragma once
+
+#include <cstdint>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "../kernel_table.hpp"
+#include "../scratch.hpp"
+#include "../threading.hpp"
+#include "gemm_pack.hpp"
+#include "sgemm_ukernel.hpp"
+
+namespace ak {
+namespace AK_ISA_NS {
+
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+inline std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
+inline std::int64_t min64(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
+inline std::int64_t max64(std::int64_t a, std::int64_t b) { return a > b ? a : b; }
+
+inline int omp_thread_id() {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+
+// C = beta * C (beta == 0 writes zeros), for k == 0 or alpha == 0.
+inline void scale_c(const GemmArgs &g, int threads) {
+  threads = threads_for_work(threads, static_cast<double>(g.m) * g.n, 1 << 16);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (std::int64_t i = 0; i < g.m; ++i) {
+    float *row = g.c + i * g.ldc;
+    if (g.beta == 0.0f)
+      for (std::int64_t j = 0; j < g.n; ++j) row[j] = 0.0f;
+    else
+      for (std::int64_t j = 0; j < g.n; ++j) row[j] *= g.beta;
+  }
+}
+
+// How one product is cut into blocks and work items.
+struct GemmPlan {
+  std::int64_t kc, nc, mc; // block sizes actually used
+  std::int64_t n_ic;       // MC blocks along m
+  std::int64_t n_parts;    // pieces each NC panel's slivers are dealt into
+  int threads;
+};
+
+template <class Cfg> GemmPlan plan_gemm(const GemmArgs &g, int threads) {
+  constexpr int NR = Cfg::nv * Cfg::width;
+  GemmPlan p{};
+  // KC: the k range split into equal blocks of at most Cfg::kc (no short
+  // last block). A function of k alone, for determinism.
+  const std::int64_t k_blocks = ceil_div(g.k, Cfg::kc);
+  p.kc = ceil_div(g.k, k_blocks);
+  p.nc = min64(round_up(g.n, NR), Cfg::nc);
+  p.threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, 4.0e6);
+  const int t = p.threads;
+  p.n_ic = ceil_div(g.m, Cfg::mc);
+  if (t > 1 && p.n_ic >= t) p.n_ic = round_up(p.n_ic, t); // even shares of m
+  p.mc = round_up(ceil_div(g.m, p.n_ic), Cfg::mr);
+  p.n_ic = ceil_div(g.m, p.mc);
+  // Too few row blocks for the team: deal each panel's slivers out as well.
+  const std::int64_t slivers = ceil_div(p.nc, NR);
+  p.n_parts = p.n_ic >= t ? 1 : min64(ceil_div(t, p.n_ic), slivers);
+  return p;
+}
+
+template <class V, class Cfg>
+KernelStatus sgemm_one(const GemmArgs &g, int threads) {
+  constexpr int MR = Cfg::mr, NV = Cfg::nv, NR = NV * V::width;
+  static_assert(Cfg::width == V::width, "block table and vector width disagree");
+  if (g.m == 0 || g.n == 0) return KernelStatus::ok;
+  if (g.k == 0 || g.alpha == 0.0f) {
+    scale_c(g, threads);
+    return KernelStatus::ok;
+  }
+  const GemmPlan plan = plan_gemm<Cfg>(g, threads);
+  // op(A)(i, p) = a[i * rs_a + p * cs_a]; op(B)(p, j) = b[p * rs_b + j * cs_b]
+  const std::int64_t rs_a = g.trans_a ? 1 : g.lda, cs_a = g.trans_a ? g.lda : 1;
+  const std::int64_t rs_b = g.trans_b ? 1 : g.ldb, cs_b = g.trans_b ? g.ldb : 1;
+
+  const std::int64_t b_floats = plan.kc * plan.nc;
+  const std::int64_t a_floats = plan.kc * plan.mc;
+  Scratch scratch(static_cast<std::size_t>(b_floats + a_floats * plan.threads + 16));
+  if (!scratch.data()) return KernelStatus::out_of_memory;
+  float *const bpack = scratch.data();
+
+#pragma omp parallel num_threads(plan.threads) if (plan.threads > 1)
+  {
+    float *const apack = scratch.data() + b_floats + a_floats * omp_thread_id();
+    for (std::int64_t jc = 0; jc < g.n; jc += plan.nc) {
+      const std::int64_t nc = min64(plan.nc, g.n - jc);
+      const std::int64_t slivers = ceil_div(nc, NR);
+      for (std::int64_t pc = 0; pc < g.k; pc += plan.kc) {
+        const std::int64_t kc = min64(plan.kc, g.k - pc);
+        const float beta = pc == 0 ? g.beta : 1.0f;
+
+#pragma omp for schedule(static)
+        for (std::int64_t s = 0; s < slivers; ++s) {
+          const std::int64_t j0 = s * NR;
+          pack_b_sliver<NR>(kc, static_cast<int>(min64(NR, nc - j0)),
+                            g.b + pc * rs_b + (jc + j0) * cs_b, rs_b, cs_b,
+                            bpack + j0 * kc);
+        } // implicit barrier: B panel complete
+
+        const std::int64_t per_part = ceil_div(slivers, plan.n_parts);
+#pragma omp for schedule(static)
+        for (std::int64_t item = 0; item < plan.n_ic * plan.n_parts; ++item) {
+          const std::int64_t ic = (item / plan.n_parts) * plan.mc;
+          const std::int64_t part = item % plan.n_parts;
+          const std::int64_t mc = min64(plan.mc, g.m - ic);
+          const std::int64_t s_begin = part * per_part;
+          const std::int64_t s_end = min64(slivers, s_begin + per_part);
+          if (s_begin >= s_end) continue;
+          for (std::int64_t i0 = 0; i0 < mc; i0 += MR)
+            pack_a_sliver<MR>(kc, static_cast<int>(min64(MR, mc - i0)),
+                              g.a + (ic + i0) * rs_a + pc * cs_a, rs_a, cs_a,
+                              apack + i0 * kc);
+          for (std::int64_t s = s_begin; s < s_end; ++s) {
+            const std::int64_t j0 = s * NR;
+            const int cols = static_cast<int>(min64(NR, nc - j0));
+            const float *bp = bpack + j0 * kc;
+            for (std::int64_t i0 = 0; i0 < mc; i0 += MR) {
+              const int rows = static_cast<int>(min64(MR, mc - i0));
+              float *cp = g.c + (ic + i0) * g.ldc + jc + j0;
+              if (rows == MR && cols == NR)
+                sgemm_ukernel<V, MR, NV>(kc, apack + i0 * kc, bp, g.alpha, beta, cp, g.ldc);
+              else
+                sgemm_ukernel_edge<V, MR, NV>(kc, apack + i0 * kc, bp, g.alpha, beta, cp,
+                                              g.ldc, rows, cols);
+            }
+          }
+        } // implicit barrier: B panel free for the next pc
+      }
+    }
+  }
+  return KernelStatus::ok;
+}
+
+// Batched products: many small ones run one per thread; otherwise each
+// product gets the whole team in turn. Either way, per-product arithmetic is
+// that of sgemm_one, so results do not depend on the choice.
+template <class V, class Cfg>
+KernelStatus sgemm_batched(const GemmArgs &g, const GemmBatch &batch, int threads) {
+  const double flops = 2.0 * g.m * g.n * g.k;
+  const bool per_thread = threads > 1 && batch.count >= threads && flops < 64.0e6;
+  if (!per_thread) {
+    for (std::int64_t i = 0; i < batch.count; ++i) {
+      GemmArgs one = g;
+      one.a += i * batch.stride_a;
+      one.b += i * batch.stride_b;
+      one.c += i * batch.stride_c;
+      if (sgemm_one<V, Cfg>(one, threads) != KernelStatus::ok) return KernelStatus::out_of_memory;
+    }
+    return KernelStatus::ok;
+  }
+  bool oom = false;
+#pragma omp parallel for schedule(static) num_threads(threads) reduction(|| : oom)
+  for (std::int64_t i = 0; i < batch.count; ++i) {
+    GemmArgs one = g;
+    one.a += i * batch.stride_a;
+    one.b += i * batch.stride_b;
+    one.c += i * batch.stride_c;
+    oom = oom || sgemm_one<V, Cfg>(one, 1) != KernelStatus::ok;
+  }
+  return oom ? KernelStatus::out_of_memory : KernelStatus::ok;
+}
+
+} // namespace AK_ISA_NS
+} // namespace ak

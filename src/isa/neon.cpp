@@ -1,0 +1,15 @@
+// NEON (AArch64 Advanced SIMD) kernels.
+#define AK_ISA_NS neon
+#define AK_ISA_HAS_XSIMD 1
+#include "../simd.hpp"
+
+namespace ak::neon {
+using V = XsimdVec<xsimd::neon64>;
+// 8 x 12 tile: 24 of the 32 q registers accumulate, 3 hold B, 1 A.
+struct GemmBlocks {
+  static constexpr int width = 4, mr = 8, nv = 3;
+  static constexpr std::int64_t mc = 128, kc = 256, nc = 4092;
+};
+} // namespace ak::neon
+
+#include "isa_table.inc"

@@ -1,0 +1,14 @@
+// Portable scalar kernels: every target has them, and ak_set_isa("scalar")
+// selects them anywhere (a reference path for tests and odd CPUs).
+#define AK_ISA_NS scalar
+#include "../simd.hpp"
+
+namespace ak::scalar {
+using V = ScalarVec;
+struct GemmBlocks {
+  static constexpr int width = 1, mr = 4, nv = 4;
+  static constexpr std::int64_t mc = 128, kc = 256, nc = 4096;
+};
+} // namespace ak::scalar
+
+#include "isa_table.inc"

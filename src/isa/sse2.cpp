@@ -1,0 +1,15 @@
+// SSE2 kernels: the x86-64 baseline, no extra compiler flags.
+#define AK_ISA_NS sse2
+#define AK_ISA_HAS_XSIMD 1
+#include "../simd.hpp"
+
+namespace ak::sse2 {
+using V = XsimdVec<xsimd::sse2>;
+// 6 x 8 tile: 12 of the 16 xmm registers accumulate (no FMA: multiply, add).
+struct GemmBlocks {
+  static constexpr int width = 4, mr = 6, nv = 2;
+  static constexpr std::int64_t mc = 120, kc = 256, nc = 4096;
+};
+} // namespace ak::sse2
+
+#include "isa_table.inc"

@@ -1,0 +1,23 @@
+// Aligned scratch memory for packing and temporaries. Each thread keeps its
+// last buffer so that repeated calls do not pay for malloc and page faults;
+// a nested acquisition on the same thread simply allocates its own.
+#pragma once
+
+#include <cstddef>
+
+namespace ak {
+
+class Scratch {
+public:
+  explicit Scratch(std::size_t floats); // data() == nullptr when out of memory
+  ~Scratch();
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  float *data() const { return data_; }
+
+private:
+  float *data_ = nullptr;
+  std::size_t capacity_ = 0; // in floats
+};
+
+} // namespace ak

@@ -1,0 +1,119 @@
+// A thin, fixed vocabulary of vector operations that every kernel is written
+// in. One implementation wraps xsimd 8.1 batches for a given architecture; the
+// other is plain scalar C++ (the "scalar" instruction set and the fallback for
+// targets xsimd does not cover). Kernels are templates over one of these.
+//
+// Why not use xsimd directly everywhere: 8.1 lacks reductions, its fma on
+// AVX-512 may compile to a separate multiply and add, and the scalar path must
+// exist without it.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(AK_ISA_HAS_XSIMD)
+#include <xsimd/xsimd.hpp>
+#if defined(__AVX512F__) || defined(__AVX2__) || defined(__SSE2__)
+#include <immintrin.h>
+#endif
+#if defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
+#endif
+
+namespace ak {
+namespace AK_ISA_NS {
+
+// ---------------------------------------------------------------- scalar
+struct ScalarVec {
+  using reg = float;
+  static constexpr int width = 1;
+  static reg loadu(const float *p) { return *p; }
+  static void storeu(float *p, reg v) { *p = v; }
+  static reg set1(float x) { return x; }
+  static reg zero() { return 0.0f; }
+  static reg add(reg a, reg b) { return a + b; }
+  static reg sub(reg a, reg b) { return a - b; }
+  static reg mul(reg a, reg b) { return a * b; }
+  static reg div(reg a, reg b) { return a / b; }
+  static reg max(reg a, reg b) { return a > b ? a : b; }
+  static reg min(reg a, reg b) { return a < b ? a : b; }
+  // Not fused: without hardware FMA std::fma is a slow library call.
+  static reg fmadd(reg a, reg b, reg c) { return a * b + c; }
+  static reg round(reg a) { return std::nearbyint(a); }
+  static reg lt_select(reg a, reg b, reg t, reg f) { return a < b ? t : f; }
+  static reg nan_select(reg probe, reg if_nan, reg other) {
+    return probe != probe ? if_nan : other;
+  }
+  // 2^n for an integral n in [-126, 127].
+  static reg pow2i(reg n) {
+    const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
+    float out;
+    std::memcpy(&out, &bits, sizeof out);
+    return out;
+  }
+  static float reduce_add(reg v) { return v; }
+  static float reduce_max(reg v) { return v; }
+};
+
+#if defined(AK_ISA_HAS_XSIMD)
+// ---------------------------------------------------------------- xsimd
+template <class Arch> struct XsimdVec {
+  using reg = xsimd::batch<float, Arch>;
+  using ireg = xsimd::batch<std::int32_t, Arch>;
+  static constexpr int width = static_cast<int>(reg::size);
+
+  static reg loadu(const float *p) { return reg::load_unaligned(p); }
+  static void storeu(float *p, reg v) { v.store_unaligned(p); }
+  static reg set1(float x) { return reg(x); }
+  static reg zero() { return reg(0.0f); }
+  static reg add(reg a, reg b) { return a + b; }
+  static reg sub(reg a, reg b) { return a - b; }
+  static reg mul(reg a, reg b) { return a * b; }
+  static reg div(reg a, reg b) { return a / b; }
+  static reg max(reg a, reg b) { return xsimd::max(a, b); }
+  static reg min(reg a, reg b) { return xsimd::min(a, b); }
+  // a * b + c with one rounding where the instruction set has FMA (the raw
+  // intrinsic: xsimd 8.1 may split it on AVX-512).
+  static reg fmadd(reg a, reg b, reg c) {
+#if defined(__AVX512F__)
+    if constexpr (width == 16) return _mm512_fmadd_ps(a, b, c);
+#endif
+#if defined(__FMA__)
+    if constexpr (width == 8) return _mm256_fmadd_ps(a, b, c);
+#endif
+#if defined(__aarch64__)
+    if constexpr (width == 4) return vfmaq_f32(c, a, b);
+#endif
+    return a * b + c;
+  }
+  static reg round(reg a) { return xsimd::nearbyint(a); }
+  static reg lt_select(reg a, reg b, reg t, reg f) { return xsimd::select(a < b, t, f); }
+  static reg nan_select(reg probe, reg if_nan, reg other) {
+    return xsimd::select(probe != probe, if_nan, other);
+  }
+  static reg pow2i(reg n) {
+    const ireg bits = (xsimd::to_int(n) + ireg(127)) << 23;
+    return xsimd::bitwise_cast<reg>(bits);
+  }
+  // Fixed lane order, so results never depend on anything but the ISA.
+  static float reduce_add(reg v) {
+    alignas(64) float t[width];
+    v.store_aligned(t);
+    float s = 0.0f;
+    for (int i = 0; i < width; ++i) s += t[i];
+    return s;
+  }
+  static float reduce_max(reg v) {
+    alignas(64) float t[width];
+    v.store_aligned(t);
+    float m = t[0];
+    for (int i = 1; i < width; ++i) m = t[i] > m || t[i] != t[i] ? t[i] : m;
+    return m;
+  }
+};
+#endif
+
+} // namespace AK_ISA_NS
+} // namespace ak

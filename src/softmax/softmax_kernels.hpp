@@ -1,0 +1,184 @@
+// Softmax, log-softmax and middle-axis softmax for one instruction set.
+//
+// Each row: m = max(x); e_j = exp(x_j - m); s = sum(e); y_j = e_j / s (or
+// x_j - m - log s). Subtracting the maximum keeps every exp argument <= 0,
+// so no finite input overflows. Special rows:
+//   all -inf            -> m = -inf; softmax 0, log-softmax -inf (no NaN)
+//   a NaN or a +inf     -> s (or m) is NaN, so the whole row is NaN
+// The vector tail is computed in a -inf-padded register, so a row's last
+// elements follow exactly the same arithmetic as the others.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "../threading.hpp"
+#include "../simd.hpp"
+#include "../vexp.hpp"
+
+namespace ak {
+namespace AK_ISA_NS {
+
+template <class V> struct RowIo {
+  using reg = typename V::reg;
+  static constexpr int W = V::width;
+  // Loads x[j..j+W), padding lanes past n with `pad`.
+  static reg load_tail(const float *x, std::int64_t n, float pad) {
+    alignas(64) float t[W];
+    for (int i = 0; i < W; ++i) t[i] = i < n ? x[i] : pad;
+    return V::loadu(t);
+  }
+  static void store_tail(float *y, std::int64_t n, reg v) {
+    alignas(64) float t[W];
+    V::storeu(t, v);
+    for (std::int64_t i = 0; i < n; ++i) y[i] = t[i];
+  }
+};
+
+template <class V> float row_max(const float *x, std::int64_t n) {
+  using reg = typename V::reg;
+  constexpr int W = V::width;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  reg m0 = V::set1(ninf), m1 = m0, m2 = m0, m3 = m0;
+  std::int64_t j = 0;
+  for (; j + 4 * W <= n; j += 4 * W) {
+    m0 = V::max(m0, V::loadu(x + j));
+    m1 = V::max(m1, V::loadu(x + j + W));
+    m2 = V::max(m2, V::loadu(x + j + 2 * W));
+    m3 = V::max(m3, V::loadu(x + j + 3 * W));
+  }
+  for (; j + W <= n; j += W) m0 = V::max(m0, V::loadu(x + j));
+  if (j < n) m1 = V::max(m1, RowIo<V>::load_tail(x + j, n - j, ninf));
+  return V::reduce_max(V::max(V::max(m0, m1), V::max(m2, m3)));
+}
+
+// sum_j exp(x_j - m); writes the exponentials to e unless e is null.
+template <class V> float row_exp_sum(const float *x, std::int64_t n, float m, float *e) {
+  using reg = typename V::reg;
+  constexpr int W = V::width;
+  const reg vm = V::set1(m);
+  reg s0 = V::zero(), s1 = s0;
+  std::int64_t j = 0;
+  for (; j + 2 * W <= n; j += 2 * W) {
+    const reg e0 = vexp<V>(V::sub(V::loadu(x + j), vm));
+    const reg e1 = vexp<V>(V::sub(V::loadu(x + j + W), vm));
+    if (e) {
+      V::storeu(e + j, e0);
+      V::storeu(e + j + W, e1);
+    }
+    s0 = V::add(s0, e0);
+    s1 = V::add(s1, e1);
+  }
+  for (; j + W <= n; j += W) {
+    const reg e0 = vexp<V>(V::sub(V::loadu(x + j), vm));
+    if (e) V::storeu(e + j, e0);
+    s0 = V::add(s0, e0);
+  }
+  if (j < n) {
+    const float ninf = -std::numeric_limits<float>::infinity();
+    const reg e0 = vexp<V>(V::sub(RowIo<V>::load_tail(x + j, n - j, ninf), vm));
+    if (e) RowIo<V>::store_tail(e + j, n - j, e0);
+    s1 = V::add(s1, e0);
+  }
+  return V::reduce_add(V::add(s0, s1));
+}
+
+// y = y / s (softmax) in place over n floats. A true division, not a
+// multiply by 1/s: one rounding instead of two, at no cost that matters next
+// to the exp pass.
+template <class V> void row_divide(float *y, std::int64_t n, float s) {
+  using reg = typename V::reg;
+  constexpr int W = V::width;
+  const reg vs = V::set1(s);
+  std::int64_t j = 0;
+  for (; j + W <= n; j += W) V::storeu(y + j, V::div(V::loadu(y + j), vs));
+  for (; j < n; ++j) y[j] /= s;
+}
+
+// y = x - c over n floats (log-softmax's last pass).
+template <class V> void row_subtract(const float *x, float *y, std::int64_t n, float c) {
+  using reg = typename V::reg;
+  constexpr int W = V::width;
+  const reg vc = V::set1(c);
+  std::int64_t j = 0;
+  for (; j + W <= n; j += W) V::storeu(y + j, V::sub(V::loadu(x + j), vc));
+  for (; j < n; ++j) y[j] = x[j] - c;
+}
+
+template <class V> void softmax_row(const float *x, float *y, std::int64_t n, bool log) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const float m = row_max<V>(x, n);
+  if (m == ninf) { // every entry -inf: weights 0, log-weights -inf
+    for (std::int64_t j = 0; j < n; ++j) y[j] = log ? ninf : 0.0f;
+    return;
+  }
+  if (log) {
+    const float s = row_exp_sum<V>(x, n, m, nullptr);
+    // m + log(s) computed as one offset: x - (m + log s) rounds once per
+    // element; s >= 1 since the maximum contributes exp(0).
+    row_subtract<V>(x, y, n, m + std::log(s));
+  } else {
+    const float s = row_exp_sum<V>(x, n, m, y);
+    row_divide<V>(y, n, s);
+  }
+}
+
+template <class V>
+void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int64_t ldx,
+                  float *y, std::int64_t ldy, bool log, int threads) {
+  threads = threads_for_work(threads, static_cast<double>(rows) * cols, 1 << 14);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (std::int64_t r = 0; r < rows; ++r) softmax_row<V>(x + r * ldx, y + r * ldy, cols, log);
+}
+
+// Middle-axis softmax: vectorized across `inner`, reducing along the axis
+// (stride `inner`). The inner tail runs through the same code one lane wide.
+template <class U>
+void softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::int64_t inner) {
+  using reg = typename U::reg;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  reg m = U::set1(ninf);
+  for (std::int64_t a = 0; a < axis_len; ++a) m = U::max(m, U::loadu(x + a * inner));
+  // An all -inf column: shift by 0 instead of -inf so that exp gives 0, not NaN.
+  const reg shift = U::lt_select(m, U::set1(std::numeric_limits<float>::lowest()), U::zero(), m);
+  reg s = U::zero();
+  for (std::int64_t a = 0; a < axis_len; ++a) {
+    const reg e = vexp<U>(U::sub(U::loadu(x + a * inner), shift));
+    U::storeu(y + a * inner, e);
+    s = U::add(s, e);
+  }
+  // s == 0 only for an all -inf column, whose weights stay 0 (NaN s stays NaN).
+  const reg one = U::set1(1.0f);
+  const reg denom = U::lt_select(s, U::set1(std::numeric_limits<float>::min()), one, s);
+  for (std::int64_t a = 0; a < axis_len; ++a)
+    U::storeu(y + a * inner, U::div(U::loadu(y + a * inner), denom));
+}
+
+template <class V>
+void softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
+                  const float *x, float *y, int threads) {
+  if (inner == 1) { // rows of a matrix
+    softmax_rows<V>(outer, axis_len, x, axis_len, y, axis_len, false, threads);
+    return;
+  }
+  constexpr int W = V::width;
+  const std::int64_t vec_blocks = inner / W;
+  const std::int64_t blocks = vec_blocks + (inner % W != 0 ? 1 : 0);
+  threads = threads_for_work(threads, static_cast<double>(outer) * axis_len * inner, 1 << 14);
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (threads > 1)
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::int64_t off = o * axis_len * inner + b * W;
+      if (b < vec_blocks) {
+        softmax_axis_block<V>(x + off, y + off, axis_len, inner);
+      } else {
+        for (std::int64_t i = off; i < o * axis_len * inner + inner; ++i)
+          softmax_axis_block<ScalarVec>(x + i, y + i, axis_len, inner);
+      }
+    }
+  }
+}
+
+} // namespace AK_ISA_NS
+} // namespace ak
