@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages attnkern needs that are not there yet.
+#   install-deps.sh          build + tests (+ the other-language consumers)
+#   install-deps.sh --bench  also the benchmark peers (Google Benchmark, OpenBLAS, oneDNN)
+set -euo pipefail
+
+want=(cmake g++ make pkg-config libxsimd-dev libgtest-dev python3 python3-numpy golang-go)
+if [[ "${1:-}" == "--bench" ]]; then
+  want+=(libbenchmark-dev libopenblas-dev libdnnl-dev)
+fi
+
+missing=()
+for pkg in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

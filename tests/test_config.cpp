@@ -1,0 +1,89 @@
+// Instruction-set selection and thread settings.
+#include <gtest/gtest.h>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <string>
+
+#include "test_support.hpp"
+
+namespace ak_test {
+namespace {
+
+TEST(Config, AutoPicksTheBestSupportedSet) {
+  ASSERT_EQ(ak_set_isa(nullptr), AK_OK);
+  ASSERT_FALSE(supported_isas().empty());
+  EXPECT_EQ(std::string(ak_get_isa()), supported_isas().front());
+  ASSERT_EQ(ak_set_isa("auto"), AK_OK);
+  EXPECT_EQ(std::string(ak_get_isa()), supported_isas().front());
+}
+
+TEST(Config, EverySupportedSetCanBeForced) {
+  for (const std::string &isa : supported_isas()) {
+    ASSERT_EQ(ak_set_isa(isa.c_str()), AK_OK) << ak_last_error();
+    EXPECT_EQ(std::string(ak_get_isa()), isa);
+  }
+  ak_set_isa("auto");
+  // The portable scalar path exists everywhere.
+  EXPECT_NE(std::find(supported_isas().begin(), supported_isas().end(), "scalar"),
+            supported_isas().end());
+}
+
+TEST(Config, ASetFromAnotherArchitectureIsUnsupportedNotACrash) {
+#if defined(__x86_64__)
+  const char *foreign = "neon";
+#else
+  const char *foreign = "avx512";
+#endif
+  ak_set_isa("auto");
+  const std::string before = ak_get_isa();
+  EXPECT_EQ(ak_set_isa(foreign), AK_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(ak_last_error()).find(foreign), std::string::npos) << ak_last_error();
+  EXPECT_EQ(std::string(ak_get_isa()), before); // unchanged
+}
+
+TEST(Config, ThreadSetting) {
+  ASSERT_EQ(ak_set_num_threads(3), AK_OK);
+  EXPECT_EQ(ak_get_num_threads(), 3);
+  ASSERT_EQ(ak_set_num_threads(0), AK_OK);
+  EXPECT_EQ(ak_get_num_threads(), omp_get_max_threads());
+  EXPECT_EQ(ak_set_num_threads(-2), AK_ERR_BAD_ARGUMENT);
+  EXPECT_EQ(ak_get_num_threads(), omp_get_max_threads());
+}
+
+// A guest inside an engine's OpenMP region runs on the calling thread only.
+TEST(Config, InsideAParallelRegionACallIsSingleThreaded) {
+  ak_set_num_threads(4);
+  int inside = -1;
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    inside = ak_get_num_threads();
+  }
+  EXPECT_EQ(inside, 1);
+  ak_set_num_threads(0);
+}
+
+// Many threads calling at once: no shared state but the configuration.
+TEST(Config, ConcurrentCallsFromAnOpenMpTeamAreCorrect) {
+  const std::int64_t n = 48;
+  const auto a = random_normal(static_cast<std::size_t>(n * n), 1);
+  const auto b = random_normal(static_cast<std::size_t>(n * n), 2);
+  std::vector<float> want(static_cast<std::size_t>(n * n));
+  ASSERT_EQ(ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+                     want.data(), n),
+            AK_OK);
+  std::vector<std::vector<float>> got(8, std::vector<float>(want.size()));
+  int failures = 0;
+#pragma omp parallel for num_threads(4) reduction(+ : failures)
+  for (int t = 0; t < 8; ++t) {
+    failures += ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+                         got[static_cast<std::size_t>(t)].data(), n) != AK_OK;
+  }
+  ASSERT_EQ(failures, 0);
+  for (const auto &g : got) EXPECT_EQ(g, want);
+}
+
+} // namespace
+} // namespace ak_test

@@ -1,0 +1,82 @@
+// Bit-identical results for 1, 2 and 3 threads (DESIGN.md: no reduction is
+// split by thread count), on every instruction set.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "test_support.hpp"
+
+namespace ak_test {
+namespace {
+
+class Determinism : public PerIsa {
+protected:
+  // Runs `fn` (which fills `out`) with 1, 2 and 3 threads; all must agree.
+  template <class F> void expect_same_for_thread_counts(F fn, std::size_t n) {
+    std::vector<float> first;
+    for (int threads : {1, 2, 3}) {
+      ASSERT_EQ(ak_set_num_threads(threads), AK_OK);
+      std::vector<float> out(n);
+      fn(out.data());
+      if (first.empty()) {
+        first = out;
+      } else {
+        ASSERT_EQ(0, std::memcmp(first.data(), out.data(), n * sizeof(float)))
+            << "threads = " << threads << " differs from threads = 1";
+      }
+    }
+  }
+};
+
+TEST_P(Determinism, Sgemm) {
+  struct Shape { std::int64_t m, n, k; bool ta, tb; };
+  // Tall, wide, deep (several KC blocks) and square-ish, every transpose.
+  for (const Shape s : {Shape{517, 33, 700, false, false}, Shape{13, 1500, 300, false, true},
+                        Shape{300, 301, 1100, true, false}, Shape{257, 263, 129, true, true}}) {
+    const auto a = random_normal(static_cast<std::size_t>(s.m * s.k), 1);
+    const auto b = random_normal(static_cast<std::size_t>(s.k * s.n), 2);
+    const auto c0 = random_normal(static_cast<std::size_t>(s.m * s.n), 3);
+    expect_same_for_thread_counts(
+        [&](float *c) {
+          std::copy(c0.begin(), c0.end(), c);
+          ASSERT_EQ(ak_sgemm(s.ta ? AK_TRANS : AK_NO_TRANS, s.tb ? AK_TRANS : AK_NO_TRANS, s.m,
+                             s.n, s.k, 1.25f, a.data(), s.ta ? s.m : s.k, b.data(),
+                             s.tb ? s.k : s.n, 0.5f, c, s.n),
+                    AK_OK);
+        },
+        c0.size());
+  }
+}
+
+TEST_P(Determinism, SgemmStridedBatched) {
+  const std::int64_t m = 40, n = 56, k = 300, batch = 9;
+  const auto a = random_normal(static_cast<std::size_t>(m * k * batch), 4);
+  const auto b = random_normal(static_cast<std::size_t>(k * n * batch), 5);
+  expect_same_for_thread_counts(
+      [&](float *c) {
+        ASSERT_EQ(ak_sgemm_strided_batched(AK_NO_TRANS, AK_TRANS, m, n, k, 1.0f, a.data(), k, m * k,
+                                           b.data(), k, k * n, 0.0f, c, n, m * n, batch),
+                  AK_OK);
+      },
+      static_cast<std::size_t>(m * n * batch));
+}
+
+TEST_P(Determinism, Softmax) {
+  const std::int64_t rows = 67, cols = 3001;
+  const auto x = random_normal(static_cast<std::size_t>(rows * cols), 6, 4.0f);
+  expect_same_for_thread_counts(
+      [&](float *y) { ASSERT_EQ(ak_softmax(rows, cols, x.data(), cols, y, cols), AK_OK); },
+      x.size());
+  expect_same_for_thread_counts(
+      [&](float *y) { ASSERT_EQ(ak_log_softmax(rows, cols, x.data(), cols, y, cols), AK_OK); },
+      x.size());
+  expect_same_for_thread_counts(
+      [&](float *y) { ASSERT_EQ(ak_softmax_axis(7, 301, 143, x.data(), y), AK_OK); },
+      static_cast<std::size_t>(7 * 301 * 143));
+}
+
+AK_INSTANTIATE_PER_ISA(Determinism);
+
+} // namespace
+} // namespace ak_test

@@ -1,0 +1,202 @@
+// ak_softmax, ak_log_softmax and ak_softmax_axis against the float64
+// reference on every instruction set: awkward shapes, padded rows, in place,
+// and the special values (-inf, all -inf rows, NaN, +inf, +-1e38).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "reference.hpp"
+#include "test_support.hpp"
+
+namespace ak_test {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr double kEps = std::numeric_limits<float>::epsilon(); // one ulp at 1, relative
+
+// Error bounds. Softmax: DESIGN.md's 2e-7 relative per element on unit-scale
+// inputs. On wider inputs the bound follows from the parts: exp within 1 ulp,
+// the rounding of the sum and of the division half an ulp each, summation a
+// fraction of an ulp: 3 ulp. Log-softmax y = x - (m + log s) is conditioned
+// by the magnitudes it subtracts: 2 ulp of |x| + |m| + |log s|.
+constexpr double kSoftmaxUnitScaleRel = 2e-7;
+constexpr double kSoftmaxRel = 3 * kEps;
+
+// Checks a row's result; NaN expected means NaN required.
+void expect_row(const float *got, const float *x, std::int64_t n, bool log, double rel_tol,
+                const std::string &where) {
+  const std::vector<double> ref = ref_softmax_row(x, n, log);
+  double m = -INFINITY, s = 0;
+  for (std::int64_t j = 0; j < n; ++j) m = std::fmax(m, x[j]);
+  for (std::int64_t j = 0; j < n; ++j) s += std::isfinite(m) ? std::exp(x[j] - m) : 0.0;
+  int bad = 0;
+  for (std::int64_t j = 0; j < n && bad < 5; ++j) {
+    const double want = ref[static_cast<std::size_t>(j)], y = got[j];
+    bool ok;
+    if (std::isnan(want)) ok = std::isnan(y);
+    else if (std::isinf(want)) ok = y == want;
+    else if (log) ok = std::fabs(y - want) <= 2 * kEps * (std::fabs(x[j]) + std::fabs(m) + std::log(s));
+    else ok = std::fabs(y - want) <= rel_tol * want;
+    if (!ok) {
+      ++bad;
+      ADD_FAILURE() << where << " element " << j << " of " << n << ": got " << y << ", expected "
+                    << want << " (x = " << x[j] << ")";
+    }
+  }
+}
+
+class Softmax : public PerIsa {};
+
+// Every awkward row length, padded rows (checked untouched), in place and
+// out of place, softmax and log-softmax.
+TEST_P(Softmax, RowsMatchReference) {
+  const std::int64_t cols_list[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 63, 65, 127, 129, 257, 1000, 4099};
+  std::uint32_t seed = 1;
+  for (bool log : {false, true})
+    for (bool in_place : {false, true})
+      for (std::int64_t cols : cols_list)
+        for (std::int64_t rows : {1, 3, 17}) {
+          const std::int64_t ld = cols + (seed % 3 == 0 ? 0 : 5);
+          const std::string where = std::string(log ? "log_softmax" : "softmax") +
+                                    (in_place ? " in place" : "") + " rows=" + std::to_string(rows) +
+                                    " cols=" + std::to_string(cols) + " ld=" + std::to_string(ld);
+          std::vector<float> x = random_normal(static_cast<std::size_t>(rows * ld), seed++);
+          for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t j = cols; j < ld; ++j) x[r * ld + j] = canary();
+          const std::vector<float> x0 = x;
+          std::vector<float> y(x.size(), canary());
+          float *out = in_place ? x.data() : y.data();
+          const ak_status st = log ? ak_log_softmax(rows, cols, x.data(), ld, out, ld)
+                                   : ak_softmax(rows, cols, x.data(), ld, out, ld);
+          ASSERT_EQ(st, AK_OK) << ak_last_error();
+          for (std::int64_t r = 0; r < rows; ++r) {
+            expect_row(out + r * ld, x0.data() + r * ld, cols, log, kSoftmaxUnitScaleRel,
+                       where + " row " + std::to_string(r));
+            for (std::int64_t j = cols; j < ld; ++j)
+              ASSERT_TRUE(is_canary(out[r * ld + j])) << where << ": padding written";
+          }
+          if (!in_place) {
+            ASSERT_EQ(0, std::memcmp(x.data(), x0.data(), x.size() * sizeof(float)));
+          }
+        }
+}
+
+// Wide dynamic range with some -inf entries: the 3-ulp bound.
+TEST_P(Softmax, WideRangeAndMaskedEntries) {
+  for (std::int64_t cols : {5, 64, 333, 32768}) {
+    std::vector<float> x = random_normal(static_cast<std::size_t>(cols), 77, 10.0f);
+    for (std::int64_t j = 0; j < cols; j += 3) x[j] = -kInf;
+    std::vector<float> y(x.size()), z(x.size());
+    ASSERT_EQ(ak_softmax(1, cols, x.data(), cols, y.data(), cols), AK_OK);
+    ASSERT_EQ(ak_log_softmax(1, cols, x.data(), cols, z.data(), cols), AK_OK);
+    expect_row(y.data(), x.data(), cols, false, kSoftmaxRel, "softmax cols=" + std::to_string(cols));
+    expect_row(z.data(), x.data(), cols, true, 0, "log_softmax cols=" + std::to_string(cols));
+    for (std::int64_t j = 0; j < cols; j += 3) {
+      ASSERT_EQ(y[j], 0.0f);
+      ASSERT_EQ(z[j], -kInf);
+    }
+    double sum = 0;
+    for (float v : y) sum += v;
+    EXPECT_NEAR(sum, 1.0, 1e-6);
+  }
+}
+
+TEST_P(Softmax, AllNegativeInfinityRowGivesZerosNotNaN) {
+  for (std::int64_t cols : {1, 7, 16, 100}) {
+    std::vector<float> x(static_cast<std::size_t>(2 * cols), -kInf), y(x.size()), z(x.size());
+    for (std::int64_t j = 0; j < cols; ++j) x[cols + j] = static_cast<float>(j); // row 1 normal
+    ASSERT_EQ(ak_softmax(2, cols, x.data(), cols, y.data(), cols), AK_OK);
+    ASSERT_EQ(ak_log_softmax(2, cols, x.data(), cols, z.data(), cols), AK_OK);
+    for (std::int64_t j = 0; j < cols; ++j) {
+      EXPECT_EQ(y[j], 0.0f);
+      EXPECT_EQ(z[j], -kInf);
+      EXPECT_TRUE(std::isfinite(y[cols + j]));
+    }
+  }
+}
+
+// A NaN (or +inf, whose weight is inf/inf) makes its own row NaN and no other.
+TEST_P(Softmax, NanAndPositiveInfinityStayInTheirRow) {
+  for (float poison : {kNaN, kInf}) {
+    for (std::int64_t pos : {0, 5, 16, 39}) {
+      const std::int64_t rows = 3, cols = 40;
+      std::vector<float> x = random_normal(static_cast<std::size_t>(rows * cols), 3);
+      x[cols + pos] = poison;
+      std::vector<float> y(x.size()), z(x.size());
+      ASSERT_EQ(ak_softmax(rows, cols, x.data(), cols, y.data(), cols), AK_OK);
+      ASSERT_EQ(ak_log_softmax(rows, cols, x.data(), cols, z.data(), cols), AK_OK);
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const std::size_t i = static_cast<std::size_t>(r * cols + j);
+          EXPECT_EQ(std::isnan(y[i]), r == 1) << "row " << r << " col " << j;
+          EXPECT_EQ(std::isnan(z[i]), r == 1) << "row " << r << " col " << j;
+        }
+    }
+  }
+}
+
+// Finite inputs of any magnitude never overflow: max is subtracted first.
+TEST_P(Softmax, HugeMagnitudesNeverOverflow) {
+  const float big = 1e38f, max = std::numeric_limits<float>::max();
+  const std::vector<std::vector<float>> rows = {
+      {big, -big, 0.0f, big}, {-max, max}, {max, max, max}, {-max, -max}, {big, big * 0.5f}};
+  for (const auto &x : rows) {
+    const std::int64_t n = static_cast<std::int64_t>(x.size());
+    std::vector<float> y(x.size()), z(x.size());
+    ASSERT_EQ(ak_softmax(1, n, x.data(), n, y.data(), n), AK_OK);
+    ASSERT_EQ(ak_log_softmax(1, n, x.data(), n, z.data(), n), AK_OK);
+    expect_row(y.data(), x.data(), n, false, kSoftmaxRel, "huge");
+    for (std::size_t j = 0; j < x.size(); ++j) {
+      EXPECT_TRUE(std::isfinite(y[j]));
+      EXPECT_FALSE(std::isnan(z[j]));
+    }
+  }
+}
+
+TEST_P(Softmax, AxisMatchesReference) {
+  std::uint32_t seed = 500;
+  for (std::int64_t outer : {1, 3})
+    for (std::int64_t axis : {1, 2, 7, 100})
+      for (std::int64_t inner : {1, 2, 3, 15, 16, 17, 33}) {
+        for (bool in_place : {false, true}) {
+          const std::size_t n = static_cast<std::size_t>(outer * axis * inner);
+          std::vector<float> x = random_normal(n, seed++);
+          const std::vector<float> x0 = x;
+          std::vector<float> y(n, canary());
+          float *out = in_place ? x.data() : y.data();
+          ASSERT_EQ(ak_softmax_axis(outer, axis, inner, x.data(), out), AK_OK) << ak_last_error();
+          const std::vector<double> ref = ref_softmax_axis(outer, axis, inner, x0.data());
+          for (std::size_t i = 0; i < n; ++i)
+            ASSERT_LE(std::fabs(out[i] - ref[i]), kSoftmaxUnitScaleRel * ref[i])
+                << "outer=" << outer << " axis=" << axis << " inner=" << inner << " i=" << i
+                << " got " << out[i] << " want " << ref[i];
+        }
+      }
+}
+
+// Special values along the axis stay in their column (one inner index).
+TEST_P(Softmax, AxisSpecialValuesStayInTheirColumn) {
+  const std::int64_t outer = 2, axis = 9, inner = 21;
+  std::vector<float> x = random_normal(static_cast<std::size_t>(outer * axis * inner), 9);
+  for (std::int64_t a = 0; a < axis; ++a) x[a * inner + 4] = -kInf; // column 4: all -inf
+  x[3 * inner + 18] = kNaN;                                        // column 18: NaN
+  x[axis * inner + 5 * inner + 20] = kInf;                         // outer 1, column 20 (tail)
+  std::vector<float> y(x.size());
+  ASSERT_EQ(ak_softmax_axis(outer, axis, inner, x.data(), y.data()), AK_OK);
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t a = 0; a < axis; ++a)
+      for (std::int64_t i = 0; i < inner; ++i) {
+        const float v = y[static_cast<std::size_t>((o * axis + a) * inner + i)];
+        const bool nan_col = (o == 0 && i == 18) || (o == 1 && i == 20);
+        if (o == 0 && i == 4) EXPECT_EQ(v, 0.0f);
+        else EXPECT_EQ(std::isnan(v), nan_col) << o << "," << a << "," << i;
+      }
+}
+
+AK_INSTANTIATE_PER_ISA(Softmax);
+
+} // namespace
+} // namespace ak_test
