@@ -1,0 +1,34 @@
+# Script for the install_and_consume test (cmake -P).
+function(run)
+  execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGV}\n${out}\n${err}")
+  endif()
+endfunction()
+
+file(REMOVE_RECURSE ${PREFIX} ${CONSUMER_BUILD})
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX})
+foreach(f include/attnkern.h lib/libattnkern.so lib/libattnkern.a
+          lib/cmake/attnkern/attnkernConfig.cmake lib/pkgconfig/attnkern.pc)
+  if(NOT EXISTS ${PREFIX}/${f})
+    message(FATAL_ERROR "install is missing ${f}")
+  endif()
+endforeach()
+run(${CMAKE_COMMAND} -S ${CONSUMER_SRC} -B ${CONSUMER_BUILD} -DCMAKE_PREFIX_PATH=${PREFIX}
+    -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build ${CONSUMER_BUILD})
+run(${CONSUMER_BUILD}/consumer_shared)
+run(${CONSUMER_BUILD}/consumer_static)
+# pkg-config, as a Makefile-based C project would use it.
+find_program(PKG_CONFIG pkg-config REQUIRED)
+set(ENV{PKG_CONFIG_PATH} ${PREFIX}/lib/pkgconfig)
+execute_process(COMMAND ${PKG_CONFIG} --cflags --libs attnkern OUTPUT_VARIABLE flags
+                RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "pkg-config does not know attnkern")
+endif()
+separate_arguments(flags UNIX_COMMAND "${flags}")
+run(cc -std=c99 ${CONSUMER_SRC}/consumer.c ${flags} -Wl,-rpath,${PREFIX}/lib
+    -lm -o ${CONSUMER_BUILD}/consumer_pkgconfig)
+run(${CONSUMER_BUILD}/consumer_pkgconfig)
+message(STATUS "installed package consumed through find_package and pkg-config")
