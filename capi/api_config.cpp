@@ -19,6 +19,10 @@ int ak_abi_version(void) { return AK_ABI_VERSION; }
 
 const char *ak_get_isa(void) { return ak::active_kernels().name; }
 
+int ak_isa_supported(const char *name) {
+  return name != nullptr && ak::isa_available(name) ? 1 : 0;
+}
+
 ak_status ak_set_isa(const char *name) {
   return ak::capi::guarded("ak_set_isa", [&] {
     switch (ak::select_isa(name)) {

@@ -3,7 +3,8 @@
  * scaled-dot-product attention) behind one flat C ABI.
  *
  * Conventions: row-major everywhere; sizes, leading dimensions and strides are
- * int64_t counted in elements (never bytes). Every function that can fail
+ * int64_t counted in elements (never bytes). A leading dimension is at least
+ * max(1, row length), also for an empty matrix (as in BLAS). Every function that can fail
  * returns an ak_status; on failure nothing has been written and
  * ak_last_error() names the argument and the reason.
  *
@@ -46,7 +47,10 @@ typedef enum {
   AK_ERR_INTERNAL
 } ak_status;
 
-/* A static, human-readable name for a status ("AK_ERR_BAD_SHAPE: ..."). */
+/* Strings returned by ak_status_string, ak_version and ak_get_isa are static:
+   valid for the life of the process, never to be freed. */
+
+/* A human-readable name for a status ("AK_ERR_BAD_SHAPE: ..."). */
 AK_API const char *ak_status_string(ak_status s);
 /* Detail of the last failure on the calling thread ("" if none yet). The
    pointer stays valid until the next attnkern call on this thread. */
@@ -60,6 +64,9 @@ AK_API int ak_abi_version(void);
 
 /* The instruction set in use: "avx512" | "avx2" | "sse2" | "neon" | "scalar". */
 AK_API const char *ak_get_isa(void);
+/* 1 if ak_set_isa(name) would succeed on this CPU and build, else 0. No side
+   effects: safe to call while other threads run kernels. */
+AK_API int ak_isa_supported(const char *name);
 /* Force an instruction set; NULL or "auto" selects the best the CPU has.
    A set the CPU (or OS) does not support is AK_ERR_UNSUPPORTED. The
    environment variable AK_ISA sets the initial choice. Process-wide. */

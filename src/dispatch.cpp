@@ -61,6 +61,12 @@ std::atomic<const KernelTable *> &current() {
 
 const KernelTable &active_kernels() { return *current().load(std::memory_order_acquire); }
 
+bool isa_available(const char *name) {
+  if (std::strcmp(name, "auto") == 0) return true;
+  bool known = false;
+  return table_for(name, &known) != nullptr;
+}
+
 IsaChoice select_isa(const char *name) {
   const KernelTable *t = nullptr;
   if (name == nullptr || std::strcmp(name, "auto") == 0) {

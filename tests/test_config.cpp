@@ -43,6 +43,19 @@ TEST(Config, ASetFromAnotherArchitectureIsUnsupportedNotACrash) {
   EXPECT_EQ(std::string(ak_get_isa()), before); // unchanged
 }
 
+// ak_isa_supported agrees with what ak_set_isa accepts, and changes nothing.
+TEST(Config, IsaSupportedMatchesSetIsa) {
+  ak_set_isa("scalar");
+  for (const char *name : {"avx512", "avx2", "sse2", "neon", "scalar", "auto", "avx9000", ""}) {
+    const int supported = ak_isa_supported(name);
+    EXPECT_EQ(std::string(ak_get_isa()), "scalar") << "ak_isa_supported changed the set";
+    EXPECT_EQ(supported == 1, ak_set_isa(name) == AK_OK) << name;
+    ak_set_isa("scalar");
+  }
+  EXPECT_EQ(ak_isa_supported(nullptr), 0);
+  ak_set_isa("auto");
+}
+
 TEST(Config, ThreadSetting) {
   ASSERT_EQ(ak_set_num_threads(3), AK_OK);
   EXPECT_EQ(ak_get_num_threads(), 3);

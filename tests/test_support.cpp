@@ -8,8 +8,7 @@ const std::vector<std::string> &supported_isas() {
   static const std::vector<std::string> isas = [] {
     std::vector<std::string> out;
     for (const char *name : {"avx512", "avx2", "sse2", "neon", "scalar"})
-      if (ak_set_isa(name) == AK_OK) out.emplace_back(name);
-    ak_set_isa("auto");
+      if (ak_isa_supported(name)) out.emplace_back(name);
     return out;
   }();
   return isas;

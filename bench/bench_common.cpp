@@ -1,0 +1,103 @@
+#include "bench_common.hpp"
+
+#include "peers.hpp"
+
+#include <attnkern.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <new>
+#include <random>
+#include <thread>
+
+namespace akb {
+
+const char *impl_name(Impl impl) {
+  switch (impl) {
+  case Impl::attnkern: return "attnkern";
+  case Impl::onednn: return "onednn";
+  case Impl::openblas: return "openblas";
+  case Impl::scalar: return "scalar";
+  }
+  return "?";
+}
+
+void Buffer::Free::operator()(float *p) const { std::free(p); }
+
+Buffer::Buffer(std::size_t n) : n_(n) {
+  std::size_t bytes = std::max<std::size_t>(n, 1) * sizeof(float);
+  bytes = (bytes + 63) / 64 * 64; // aligned_alloc wants a multiple of the alignment
+  auto *p = static_cast<float *>(std::aligned_alloc(64, bytes));
+  if (p == nullptr) throw std::bad_alloc();
+  std::fill(p, p + n, 0.0f);
+  p_.reset(p);
+}
+
+void fill_normal(Buffer &buf, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  float *p = buf.data();
+  for (std::size_t i = 0; i < buf.size(); ++i) p[i] = dist(gen);
+}
+
+std::uint64_t seed_of(const std::string &key) {
+  std::uint64_t h = 1469598103934665603ull; // FNV-1a
+  for (unsigned char ch : key) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+double max_rel_diff(const float *x, const float *y, std::size_t n) {
+  double diff = 0.0, scale = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double a = x[i], b = y[i];
+    if (!std::isfinite(a) || !std::isfinite(b))
+      return std::numeric_limits<double>::infinity();
+    diff = std::max(diff, std::fabs(a - b));
+    scale = std::max(scale, std::max(std::fabs(a), std::fabs(b)));
+  }
+  return scale > 0.0 ? diff / scale : diff;
+}
+
+double agree_tolerance() {
+  static const double tol = [] {
+    const char *s = std::getenv("AK_BENCH_TOLERANCE");
+    char *end = nullptr;
+    const double v = s != nullptr ? std::strtod(s, &end) : 0.0;
+    return s != nullptr && end != s && v >= 0.0 ? v : 1e-4;
+  }();
+  return tol;
+}
+
+void set_threads(int threads) {
+  ak_set_num_threads(threads);
+  peers::openblas_set_threads(threads);
+  peers::omp_set_threads(threads);
+}
+
+namespace {
+// Which thread pool ran last, and with how many threads.
+enum class Pool { none, openblas, openmp };
+Pool g_last_pool = Pool::none;
+int g_last_threads = 1;
+} // namespace
+
+void settle(Impl impl, int threads) {
+  const Pool pool = impl == Impl::openblas ? Pool::openblas : Pool::openmp;
+  if (g_last_pool != Pool::none && g_last_pool != pool && g_last_threads > 1) {
+    // Idle workers busy-wait before they sleep: OpenBLAS (pthreads build)
+    // for about 2^28 cycles (~0.1 s here), GNU OpenMP for a few ms. Measured
+    // with getrusage on this machine; the waits below cover both.
+    std::this_thread::sleep_for(std::chrono::milliseconds(
+        g_last_pool == Pool::openblas ? 200 : 20));
+  }
+  g_last_pool = pool;
+  g_last_threads = threads;
+}
+
+} // namespace akb

@@ -1,0 +1,60 @@
+// Shared pieces of ak_bench: buffers, inputs, agreement checks, thread control.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace akb {
+
+// The implementations compared. The order is the order of registration.
+enum class Impl { attnkern = 0, onednn = 1, openblas = 2, scalar = 3 };
+const char *impl_name(Impl impl);
+
+// 64-byte aligned float storage, zero-filled (so its pages are touched before
+// anything is timed).
+class Buffer {
+public:
+  Buffer() = default;
+  explicit Buffer(std::size_t n);
+  float *data() { return p_.get(); }
+  const float *data() const { return p_.get(); }
+  std::size_t size() const { return n_; }
+
+private:
+  struct Free {
+    void operator()(float *p) const;
+  };
+  std::unique_ptr<float, Free> p_;
+  std::size_t n_ = 0;
+};
+
+// Standard normal entries from a fixed seed: the same shape always sees the
+// same inputs, in the timed runs and in the agreement check alike.
+void fill_normal(Buffer &buf, std::uint64_t seed);
+std::uint64_t seed_of(const std::string &key);
+
+// max_i |x_i - y_i| / max(max_i |x_i|, max_i |y_i|): a relative difference
+// that does not blow up on entries near zero. Infinity if either holds a NaN
+// or an infinity.
+double max_rel_diff(const float *x, const float *y, std::size_t n);
+
+// Largest max_rel_diff an implementation may show against its closest peer:
+// 1e-4, or the value of the environment variable AK_BENCH_TOLERANCE (set it
+// tiny to see the check reject results).
+double agree_tolerance();
+
+// Sets the thread count of every library at once: attnkern
+// (ak_set_num_threads), OpenBLAS (openblas_set_num_threads) and the OpenMP
+// runtime that oneDNN and the scalar softmax use (omp_set_num_threads).
+void set_threads(int threads);
+
+// Call before the timed loop of a benchmark of `impl` with `threads` (and
+// after any untimed call of `impl`). When the thread pool used last belongs to
+// another runtime and had more than one thread, waits until its workers stop
+// busy-waiting: OpenBLAS's pthreads and GNU OpenMP both spin for a while after
+// each call and would steal a core from whatever runs next on a 2-core machine.
+void settle(Impl impl, int threads);
+
+} // namespace akb

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The main job: build ak_bench (Release) if needed, run every comparison with
+# repetitions, then print the Markdown tables.
+#
+#   bench/run.sh [FILTER] [extra ak_bench arguments...]
+#
+#   FILTER   a --benchmark_filter regex, e.g. 'sgemm/.*/nn_' or 'softmax'
+#            ('' or 'all' runs everything)
+#
+# Environment:
+#   AK_BENCH_REPETITIONS  repetitions per benchmark (default 3; the median is reported)
+#   AK_BENCH_BUILD_DIR    build directory (default <repo>/build-bench)
+#   AK_BENCH_OUT          JSON output path (default <build>/bench-results/ak_bench-<time>.json;
+#                         the Markdown goes next to it, same name with .md)
+#   AK_BENCH_OPENBLAS_CORETYPE  pin an OpenBLAS core (e.g. Haswell); by default the
+#                         binary removes a preset OPENBLAS_CORETYPE and lets OpenBLAS detect
+#   AK_BENCH_TOLERANCE    agreement tolerance of the correctness check (default 1e-4)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+build="${AK_BENCH_BUILD_DIR:-$root/build-bench}"
+reps="${AK_BENCH_REPETITIONS:-3}"
+filter="${1:-}"
+if [ "$#" -gt 0 ]; then shift; fi
+[ "$filter" = "all" ] && filter=""
+
+# Configure once; build every time (a no-op when up to date, and never a stale binary).
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DAK_BUILD_BENCH=ON -DAK_BUILD_TESTS=OFF
+fi
+cmake --build "$build" --target ak_bench -j "$(nproc)"
+
+out="${AK_BENCH_OUT:-$build/bench-results/ak_bench-$(date +%Y%m%d-%H%M%S).json}"
+mkdir -p "$(dirname "$out")"
+md="${out%.json}.md"
+
+args=(--benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true
+      --benchmark_out="$out" --benchmark_out_format=json)
+[ -n "$filter" ] && args+=(--benchmark_filter="$filter")
+
+echo "== $build/bench/ak_bench ${args[*]} $*" >&2
+start=$(date +%s)
+"$build/bench/ak_bench" "${args[@]}" "$@"
+echo "== ak_bench took $(( $(date +%s) - start )) s; JSON: $out" >&2
+
+python3 "$here/compare.py" "$out" --out "$md"
+echo "== Markdown: $md" >&2

@@ -1,0 +1,356 @@
+// Package attnkern binds attnkern, fp32 attention kernels behind a flat C
+// ABI, through cgo.
+//
+// Build with the header and library on cgo's search paths:
+//
+//	CGO_CFLAGS=-I/path/to/include CGO_LDFLAGS=-L/path/to/lib go build
+//
+// Matrices are row-major []float32; a leading dimension is the distance in
+// elements between the starts of two rows and must be at least
+// max(1, columns). A failed call returns an *Error carrying the Status and
+// the library's explanation; errors.Is(err, attnkern.ErrBadStride) works.
+package attnkern
+
+/*
+#cgo LDFLAGS: -lattnkern
+#include <stdlib.h>
+#include "attnkern.h"
+
+// ak_attention with the optional lse output passed separately: cgo forbids
+// passing C a Go struct that holds Go pointers, so the descriptor travels
+// without them and they are filled in on the C side, in a C copy.
+static ak_status go_ak_attention(const ak_attention_desc *d, const float *q,
+                                 const float *k, const float *v, float *out,
+                                 float *lse) {
+  ak_attention_desc c = *d;
+  c.lse = lse;
+  return ak_attention(&c, q, k, v, out);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// ABIVersion is the AK_ABI_VERSION this package was written against.
+const ABIVersion = 1
+
+// Status is an ak_status other than AK_OK; each value is also an error, so
+// that errors.Is(err, ErrBadShape) tells what went wrong.
+type Status int
+
+// The ak_status values.
+const (
+	OK             Status = 0
+	ErrNullPointer Status = 1
+	ErrBadShape    Status = 2
+	ErrBadStride   Status = 3
+	ErrBadArgument Status = 4
+	ErrOverflow    Status = 5
+	ErrOutOfMemory Status = 6
+	ErrUnsupported Status = 7
+	ErrInternal    Status = 8
+)
+
+// String is the library's name and description, e.g. "AK_ERR_BAD_SHAPE: ...".
+func (s Status) String() string { return C.GoString(C.ak_status_string(C.ak_status(s))) }
+
+func (s Status) Error() string { return s.String() }
+
+// Error is a failed call: its Status and the library's ak_last_error() text
+// (or, for a slice too short for the sizes given, this package's).
+type Error struct {
+	Status  Status
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s (%s)", e.Message, e.Status) }
+
+// Unwrap makes errors.Is(err, ErrBadStride) and friends work.
+func (e *Error) Unwrap() error { return e.Status }
+
+// call runs f and turns its status into an error. ak_last_error() is per OS
+// thread and a goroutine can move to another thread between two cgo calls, so
+// the goroutine stays on its thread until the message has been read.
+func call(f func() C.ak_status) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	st := f()
+	if st == C.AK_OK {
+		return nil
+	}
+	return &Error{Status: Status(st), Message: C.GoString(C.ak_last_error())}
+}
+
+func shapeError(format string, args ...interface{}) error {
+	return &Error{Status: ErrBadShape, Message: fmt.Sprintf(format, args...)}
+}
+
+// ptr is the address of s's first element, or nil for an empty slice.
+func ptr(s []float32) *C.float {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.float)(unsafe.Pointer(&s[0]))
+}
+
+// checkLen checks that n elements hold a rows x cols matrix with leading
+// dimension ld. (Whether ld itself is valid is the library's call.)
+func checkLen(fn, name string, n, rows, cols, ld int) error {
+	if rows < 0 || cols < 0 || ld < 0 {
+		return nil // negative sizes: the library says which and why
+	}
+	if rows == 0 || cols == 0 {
+		return nil
+	}
+	need := (rows-1)*ld + cols
+	if ld != 0 && (need-cols)/ld != rows-1 || need < 0 {
+		return &Error{Status: ErrOverflow, Message: fmt.Sprintf(
+			"%s: %s (%d x %d, ld %d) overflows int", fn, name, rows, cols, ld)}
+	}
+	if n < need {
+		return shapeError("%s: %s has %d elements; a %d x %d matrix with leading dimension %d needs %d",
+			fn, name, n, rows, cols, ld, need)
+	}
+	return nil
+}
+
+// ------------------------------------------------------------ configuration
+
+// Version is "MAJOR.MINOR.PATCH" of the library loaded.
+func Version() string { return C.GoString(C.ak_version()) }
+
+// LibraryABIVersion is AK_ABI_VERSION of the library loaded.
+func LibraryABIVersion() int { return int(C.ak_abi_version()) }
+
+// ISAs lists every instruction-set name the library knows, best first.
+var ISAs = []string{"avx512", "avx2", "sse2", "neon", "scalar"}
+
+// ISA is the instruction set in use.
+func ISA() string { return C.GoString(C.ak_get_isa()) }
+
+// SetISA forces an instruction set, process-wide; "" or "auto" picks the best.
+func SetISA(name string) error {
+	if name == "" {
+		return call(func() C.ak_status { return C.ak_set_isa(nil) })
+	}
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	return call(func() C.ak_status { return C.ak_set_isa(cname) })
+}
+
+// AvailableISAs returns the names in ISAs this machine supports. It probes
+// with SetISA and leaves the choice at "auto".
+func AvailableISAs() ([]string, error) {
+	var found []string
+	for _, name := range ISAs {
+		err := SetISA(name)
+		if err == nil {
+			found = append(found, name)
+		} else if e, ok := err.(*Error); !ok || e.Status != ErrUnsupported {
+			return nil, err
+		}
+	}
+	return found, SetISA("")
+}
+
+// SetNumThreads sets the threads each call uses, process-wide; 0 = OpenMP's default.
+func SetNumThreads(n int) error {
+	if n != int(C.int(n)) {
+		return &Error{Status: ErrBadArgument, Message: fmt.Sprintf("SetNumThreads: %d is too many", n)}
+	}
+	return call(func() C.ak_status { return C.ak_set_num_threads(C.int(n)) })
+}
+
+// NumThreads is the thread count a call would use now.
+func NumThreads() int { return int(C.ak_get_num_threads()) }
+
+// -------------------------------------------------------------------- sgemm
+
+// Transpose says whether Sgemm uses a matrix as stored or its transpose.
+type Transpose int
+
+const (
+	NoTrans Transpose = C.AK_NO_TRANS
+	Trans   Transpose = C.AK_TRANS
+)
+
+// Sgemm computes c = alpha*op(a)*op(b) + beta*c with op(a) m x k, op(b) k x n
+// and c m x n; a is stored m x k (k x m for Trans), b k x n (n x k for Trans).
+func Sgemm(ta, tb Transpose, m, n, k int, alpha float32, a []float32, lda int,
+	b []float32, ldb int, beta float32, c []float32, ldc int) error {
+	const fn = "ak_sgemm"
+	ar, ac := m, k
+	if ta == Trans {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if tb == Trans {
+		br, bc = n, k
+	}
+	if alpha != 0 && k != 0 { // otherwise a and b are never read
+		if err := checkLen(fn, "a", len(a), ar, ac, lda); err != nil {
+			return err
+		}
+		if err := checkLen(fn, "b", len(b), br, bc, ldb); err != nil {
+			return err
+		}
+	}
+	if err := checkLen(fn, "c", len(c), m, n, ldc); err != nil {
+		return err
+	}
+	return call(func() C.ak_status {
+		return C.ak_sgemm(C.ak_trans(ta), C.ak_trans(tb), C.int64_t(m), C.int64_t(n),
+			C.int64_t(k), C.float(alpha), ptr(a), C.int64_t(lda), ptr(b), C.int64_t(ldb),
+			C.float(beta), ptr(c), C.int64_t(ldc))
+	})
+}
+
+// ------------------------------------------------------------------ softmax
+
+func rowwise(fn string, rows, cols int, x []float32, ldx int, y []float32, ldy int) error {
+	if err := checkLen(fn, "x", len(x), rows, cols, ldx); err != nil {
+		return err
+	}
+	if err := checkLen(fn, "y", len(y), rows, cols, ldy); err != nil {
+		return err
+	}
+	return call(func() C.ak_status {
+		r, c, lx, ly := C.int64_t(rows), C.int64_t(cols), C.int64_t(ldx), C.int64_t(ldy)
+		if fn == "ak_softmax" {
+			return C.ak_softmax(r, c, ptr(x), lx, ptr(y), ly)
+		}
+		return C.ak_log_softmax(r, c, ptr(x), lx, ptr(y), ly)
+	})
+}
+
+// Softmax writes the row-wise softmax of the rows x cols matrix x into y.
+// y may be x (in place) when ldy == ldx.
+func Softmax(rows, cols int, x []float32, ldx int, y []float32, ldy int) error {
+	return rowwise("ak_softmax", rows, cols, x, ldx, y, ldy)
+}
+
+// LogSoftmax writes the row-wise log(softmax(x)) into y; y may be x.
+func LogSoftmax(rows, cols int, x []float32, ldx int, y []float32, ldy int) error {
+	return rowwise("ak_log_softmax", rows, cols, x, ldx, y, ldy)
+}
+
+// ---------------------------------------------------------------- attention
+
+// Mask says which keys a query may see.
+type Mask int32
+
+const (
+	MaskNone              Mask = C.AK_MASK_NONE
+	MaskCausalTopLeft     Mask = C.AK_MASK_CAUSAL_TOP_LEFT     // key j visible to query i iff j <= i
+	MaskCausalBottomRight Mask = C.AK_MASK_CAUSAL_BOTTOM_RIGHT // iff j <= i + (kv_len - q_len)
+)
+
+// Attention is scaled dot-product attention over contiguous
+// [batch, heads, seq, dim] tensors: out = softmax(scale * q k^T, masked) v.
+type Attention struct {
+	Batch, NumHeads, NumKVHeads int // NumKVHeads divides NumHeads; 0 = NumHeads
+	QLen, KVLen                 int
+	HeadDim, HeadDimV           int     // HeadDimV 0 = HeadDim
+	Scale                       float32 // 0 = 1/sqrt(HeadDim)
+	Mask                        Mask
+}
+
+func (a *Attention) kvHeads() int {
+	if a.NumKVHeads == 0 {
+		return a.NumHeads
+	}
+	return a.NumKVHeads
+}
+
+func (a *Attention) dimV() int {
+	if a.HeadDimV == 0 {
+		return a.HeadDim
+	}
+	return a.HeadDimV
+}
+
+func (a *Attention) desc() C.ak_attention_desc {
+	var d C.ak_attention_desc
+	C.ak_attention_desc_init(&d)
+	d.batch = C.int64_t(a.Batch)
+	d.num_heads = C.int64_t(a.NumHeads)
+	d.num_kv_heads = C.int64_t(a.kvHeads())
+	d.q_len = C.int64_t(a.QLen)
+	d.kv_len = C.int64_t(a.KVLen)
+	d.head_dim = C.int64_t(a.HeadDim)
+	d.head_dim_v = C.int64_t(a.HeadDimV)
+	d.scale = C.float(a.Scale)
+	d.mask = C.int32_t(a.Mask)
+	return d
+}
+
+// Run computes out [batch, heads, q_len, d_v]; lse, if not nil, receives the
+// [batch, heads, q_len] log-sum-exps of the scaled scores.
+func (a *Attention) Run(q, k, v, out, lse []float32) error {
+	const fn = "ak_attention"
+	b, h, hk, dv := a.Batch, a.NumHeads, a.kvHeads(), a.dimV()
+	for _, t := range []struct {
+		name string
+		n    int
+		dims [4]int
+	}{
+		{"q", len(q), [4]int{b, h, a.QLen, a.HeadDim}},
+		{"k", len(k), [4]int{b, hk, a.KVLen, a.HeadDim}},
+		{"v", len(v), [4]int{b, hk, a.KVLen, dv}},
+		{"out", len(out), [4]int{b, h, a.QLen, dv}},
+		{"lse", len(lse), [4]int{b, h, a.QLen, 1}},
+	} {
+		if t.name == "lse" && lse == nil {
+			continue
+		}
+		need := 1
+		for _, d := range t.dims {
+			if d < 0 {
+				need = 0 // the library reports negative sizes
+				break
+			}
+			need *= d
+		}
+		if t.n < need {
+			return shapeError("%s: %s has %d elements; %v needs %d", fn, t.name, t.n, t.dims, need)
+		}
+	}
+	d := a.desc()
+	return call(func() C.ak_status {
+		return C.go_ak_attention(&d, ptr(q), ptr(k), ptr(v), ptr(out), ptr(lse))
+	})
+}
+
+// descLayout is cgo's (so the C compiler's) view of ak_attention_desc, for
+// the tests, which cannot use cgo themselves.
+func descLayout() (size uintptr, offsets map[string]uintptr, initSize uint32) {
+	var d C.ak_attention_desc
+	C.ak_attention_desc_init(&d)
+	return unsafe.Sizeof(d), map[string]uintptr{
+		"struct_size": unsafe.Offsetof(d.struct_size), "batch": unsafe.Offsetof(d.batch),
+		"num_heads": unsafe.Offsetof(d.num_heads), "num_kv_heads": unsafe.Offsetof(d.num_kv_heads),
+		"q_len": unsafe.Offsetof(d.q_len), "kv_len": unsafe.Offsetof(d.kv_len),
+		"head_dim": unsafe.Offsetof(d.head_dim), "head_dim_v": unsafe.Offsetof(d.head_dim_v),
+		"scale": unsafe.Offsetof(d.scale), "mask": unsafe.Offsetof(d.mask),
+		"window_left": unsafe.Offsetof(d.window_left), "window_right": unsafe.Offsetof(d.window_right),
+		"bias": unsafe.Offsetof(d.bias), "bias_strides": unsafe.Offsetof(d.bias_strides),
+		"kv_lens": unsafe.Offsetof(d.kv_lens), "q_strides": unsafe.Offsetof(d.q_strides),
+		"k_strides": unsafe.Offsetof(d.k_strides), "v_strides": unsafe.Offsetof(d.v_strides),
+		"o_strides": unsafe.Offsetof(d.o_strides), "lse": unsafe.Offsetof(d.lse),
+		"probs": unsafe.Offsetof(d.probs),
+	}, uint32(d.struct_size)
+}
+
+// statusSize is sizeof(ak_status) as cgo sees it, for the tests.
+func statusSize() uintptr { var s C.ak_status; return unsafe.Sizeof(s) }
+
+// rawSoftmaxNull calls ak_softmax with NULL pointers, for the tests.
+func rawSoftmaxNull(rows, cols int) error {
+	return call(func() C.ak_status {
+		return C.ak_softmax(C.int64_t(rows), C.int64_t(cols), nil, C.int64_t(cols), nil, C.int64_t(cols))
+	})
+}

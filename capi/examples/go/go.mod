@@ -1,0 +1,3 @@
+module example.com/attnkern
+
+go 1.19

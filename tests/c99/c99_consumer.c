@@ -1,0 +1,115 @@
+/*
+ * A plain C99 program using attnkern through its public header only. Built
+ * twice: against the shared library and against the static one. Exits 0 when
+ * every check passes, 1 otherwise (one line per failed check on stderr).
+ */
+#include <attnkern.h>
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+static int g_failures = 0;
+
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                     \
+      ++g_failures;                                                                                \
+    }                                                                                              \
+  } while (0)
+
+static int near(float got, double want, double tol) {
+  const double d = (double)got - want;
+  return d <= tol && d >= -tol;
+}
+
+static int contains(const char *haystack, const char *needle) {
+  return haystack != NULL && strstr(haystack, needle) != NULL;
+}
+
+static void check_version(void) {
+  char expected[32];
+  sprintf(expected, "%d.%d.%d", AK_VERSION_MAJOR, AK_VERSION_MINOR, AK_VERSION_PATCH);
+  CHECK(ak_version() != NULL && strcmp(ak_version(), expected) == 0);
+  CHECK(ak_abi_version() == AK_ABI_VERSION);
+  CHECK(strncmp(ak_status_string(AK_ERR_BAD_SHAPE), "AK_ERR_BAD_SHAPE", 16) == 0);
+}
+
+static void check_isa(void) {
+  static const char *const known[] = {"avx512", "avx2", "sse2", "neon", "scalar"};
+  const char *isa = ak_get_isa();
+  int found = 0;
+  size_t i;
+  CHECK(isa != NULL);
+  for (i = 0; isa != NULL && i < sizeof known / sizeof known[0]; ++i)
+    if (strcmp(isa, known[i]) == 0) found = 1;
+  CHECK(found);
+  CHECK(ak_set_isa("avx9000") == AK_ERR_BAD_ARGUMENT);
+  CHECK(contains(ak_last_error(), "avx9000"));
+  CHECK(isa != NULL && strcmp(ak_get_isa(), isa) == 0);
+  CHECK(ak_set_num_threads(0) == AK_OK);
+  CHECK(ak_get_num_threads() >= 1);
+}
+
+static void check_sgemm(void) {
+  /* A = [1 2 3; 4 5 6], B = [7 8; 9 10; 11 12]: A B = [58 64; 139 154]. */
+  const float a[6] = {1, 2, 3, 4, 5, 6};
+  const float b[6] = {7, 8, 9, 10, 11, 12};
+  const float bt[6] = {7, 9, 11, 8, 10, 12}; /* B^T, stored 2 x 3 */
+  /* C is 2 x 2 inside a 2 x 3 buffer (ldc = 3): column 2 must stay -1. */
+  float c[6] = {-1, -1, -1, -1, -1, -1};
+  CHECK(ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, 2, 2, 3, 1.0f, a, 3, b, 2, 0.0f, c, 3) == AK_OK);
+  CHECK(c[0] == 58 && c[1] == 64 && c[3] == 139 && c[4] == 154);
+  CHECK(c[2] == -1 && c[5] == -1);
+  /* Through B^T with alpha = 2, beta = 1: C = 2 A B + C = 3 A B. */
+  CHECK(ak_sgemm(AK_NO_TRANS, AK_TRANS, 2, 2, 3, 2.0f, a, 3, bt, 3, 1.0f, c, 3) == AK_OK);
+  CHECK(c[0] == 174 && c[1] == 192 && c[3] == 417 && c[4] == 462);
+  CHECK(c[2] == -1 && c[5] == -1);
+}
+
+static void check_softmax(void) {
+  const float x[6] = {1, 2, 3, 0, 0, 0};
+  float y[6];
+  CHECK(ak_softmax(2, 3, x, 3, y, 3) == AK_OK);
+  CHECK(near(y[0], 0.0900305731703804, 1e-6) && near(y[1], 0.2447284710547976, 1e-6) &&
+        near(y[2], 0.6652409557748218, 1e-6));
+  CHECK(near(y[3], 1.0 / 3, 1e-6) && near(y[4], 1.0 / 3, 1e-6) && near(y[5], 1.0 / 3, 1e-6));
+  CHECK(ak_log_softmax(1, 3, x, 3, y, 3) == AK_OK);
+  CHECK(near(y[0], -2.4076059644443806, 1e-6) && near(y[2], -0.4076059644443806, 1e-6));
+}
+
+static void check_errors(void) {
+  const float x[4] = {0, 0, 0, 0};
+  float y[4] = {5, 5, 5, 5};
+  ak_attention_desc d;
+  /* A C caller may pass any int for an enum parameter. */
+  CHECK(ak_sgemm((ak_trans)2, AK_NO_TRANS, 1, 1, 1, 1.0f, x, 1, x, 1, 0.0f, y, 1) ==
+        AK_ERR_BAD_ARGUMENT);
+  CHECK(contains(ak_last_error(), "ta = 2"));
+  CHECK(ak_softmax(-1, 4, x, 4, y, 4) == AK_ERR_BAD_SHAPE);
+  CHECK(contains(ak_last_error(), "ak_softmax") && contains(ak_last_error(), "rows"));
+  CHECK(ak_softmax(1, 4, NULL, 4, y, 4) == AK_ERR_NULL_POINTER);
+  CHECK(contains(ak_last_error(), "x is NULL"));
+  CHECK(ak_softmax(1, 4, x, 3, y, 4) == AK_ERR_BAD_STRIDE);
+  CHECK(contains(ak_last_error(), "ldx"));
+  CHECK(y[0] == 5 && y[1] == 5 && y[2] == 5 && y[3] == 5);
+  CHECK(ak_softmax(0, 4, NULL, 4, NULL, 4) == AK_OK); /* empty: NULL is fine */
+
+  ak_attention_desc_init(&d);
+  CHECK(d.struct_size == sizeof d && d.window_left == -1 && d.window_right == -1);
+}
+
+int main(void) {
+  check_version();
+  check_isa();
+  check_sgemm();
+  check_softmax();
+  check_errors();
+  if (g_failures != 0) {
+    fprintf(stderr, "c99_consumer: %d check(s) failed\n", g_failures);
+    return 1;
+  }
+  printf("c99_consumer: all checks passed (isa %s, attnkern %s)\n", ak_get_isa(), ak_version());
+  return 0;
+}
