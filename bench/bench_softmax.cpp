@@ -31,25 +31,22 @@ struct SoftmaxShape {
 constexpr SoftmaxShape kShapes[] = {{128, 128}, {1024, 1024}, {4096, 4096}, {16, 32768}};
 constexpr Impl kImpls[] = {Impl::attnkern, Impl::onednn, Impl::scalar};
 
-// Input, output and the oneDNN primitive (bound to those buffers) of the shape
-// being measured, built once per shape.
+// Input, output and the oneDNN primitive (bound to those buffers) of one
+// shape, built on first use and kept for the whole run (as for sgemm).
 struct Work {
-  std::string label;
   Buffer x, y;
   std::unique_ptr<peers::OnednnSoftmax> onednn;
 };
 
 Work &work_for(const SoftmaxShape &s) {
-  static Work w;
-  if (w.label != s.label()) {
-    w.onednn.reset();
-    w = Work{};
-    w.x = Buffer(s.size());
-    w.y = Buffer(s.size());
-    fill_normal(w.x, seed_of("softmax/" + s.label()));
-    w.onednn = std::make_unique<peers::OnednnSoftmax>(s.rows, s.cols, w.x.data(), w.y.data());
-    w.label = s.label();
-  }
+  static std::map<std::string, Work> cache;
+  auto it = cache.find(s.label());
+  if (it != cache.end()) return it->second;
+  Work &w = cache[s.label()];
+  w.x = Buffer(s.size());
+  w.y = Buffer(s.size());
+  fill_normal(w.x, seed_of("softmax/" + s.label()));
+  w.onednn = std::make_unique<peers::OnednnSoftmax>(s.rows, s.cols, w.x.data(), w.y.data());
   return w;
 }
 
@@ -83,8 +80,8 @@ const Verdict &verdict_for(const SoftmaxShape &s, int threads) {
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
 
-  Work &w = work_for(s);
   set_threads(threads);
+  Work &w = work_for(s);
   Verdict v;
   std::vector<Buffer> out;
   bool ran[3];

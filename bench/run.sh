@@ -9,6 +9,9 @@
 #
 # Environment:
 #   AK_BENCH_REPETITIONS  repetitions per benchmark (default 3; the median is reported)
+#   AK_BENCH_INTERLEAVE   1 (default): run the repetitions of all benchmarks in random
+#                         order, so a burst of load from elsewhere hits every
+#                         implementation alike; 0: each benchmark's repetitions back to back
 #   AK_BENCH_BUILD_DIR    build directory (default <repo>/build-bench)
 #   AK_BENCH_OUT          JSON output path (default <build>/bench-results/ak_bench-<time>.json;
 #                         the Markdown goes next to it, same name with .md)
@@ -21,6 +24,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 build="${AK_BENCH_BUILD_DIR:-$root/build-bench}"
 reps="${AK_BENCH_REPETITIONS:-3}"
+interleave="${AK_BENCH_INTERLEAVE:-1}"
 filter="${1:-}"
 if [ "$#" -gt 0 ]; then shift; fi
 [ "$filter" = "all" ] && filter=""
@@ -38,6 +42,13 @@ md="${out%.json}.md"
 args=(--benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true
       --benchmark_out="$out" --benchmark_out_format=json)
 [ -n "$filter" ] && args+=(--benchmark_filter="$filter")
+[ "$interleave" = "1" ] && args+=(--benchmark_enable_random_interleaving=true)
+
+# The machine is shared: say so when something else is already using it.
+read -r load1 _ < /proc/loadavg || load1=0
+if awk -v l="$load1" 'BEGIN { exit !(l > 0.5) }'; then
+  echo "== warning: 1-minute load average is $load1 before the run; numbers (2-thread ones most) will be noisy" >&2
+fi
 
 echo "== $build/bench/ak_bench ${args[*]} $*" >&2
 start=$(date +%s)

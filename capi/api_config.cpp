@@ -20,7 +20,7 @@ int ak_abi_version(void) { return AK_ABI_VERSION; }
 const char *ak_get_isa(void) { return ak::active_kernels().name; }
 
 int ak_isa_supported(const char *name) {
-  return name != nullptr && ak::isa_available(name) ? 1 : 0;
+  return name == nullptr || ak::isa_available(name) ? 1 : 0; // NULL means auto
 }
 
 ak_status ak_set_isa(const char *name) {

@@ -13,16 +13,16 @@ struct GemmExtents {
 };
 
 // Checks everything one product's arguments must satisfy.
-GemmExtents check_gemm(ArgCheck &ck, ak_trans ta, ak_trans tb, std::int64_t m, std::int64_t n,
+// ta, tb: the raw values; on success both are AK_NO_TRANS or AK_TRANS.
+GemmExtents check_gemm(ArgCheck &ck, int ta_raw, int tb_raw, std::int64_t m, std::int64_t n,
                        std::int64_t k, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) {
-  if (ta != AK_NO_TRANS && ta != AK_TRANS)
-    ck.fail(AK_ERR_BAD_ARGUMENT, "ta = %d is neither AK_NO_TRANS (0) nor AK_TRANS (1)",
-            static_cast<int>(ta));
-  if (tb != AK_NO_TRANS && tb != AK_TRANS)
-    ck.fail(AK_ERR_BAD_ARGUMENT, "tb = %d is neither AK_NO_TRANS (0) nor AK_TRANS (1)",
-            static_cast<int>(tb));
+  if (ta_raw != AK_NO_TRANS && ta_raw != AK_TRANS)
+    ck.fail(AK_ERR_BAD_ARGUMENT, "ta = %d is neither AK_NO_TRANS (0) nor AK_TRANS (1)", ta_raw);
+  if (tb_raw != AK_NO_TRANS && tb_raw != AK_TRANS)
+    ck.fail(AK_ERR_BAD_ARGUMENT, "tb = %d is neither AK_NO_TRANS (0) nor AK_TRANS (1)", tb_raw);
   ck.size("m", m).size("n", n).size("k", k);
   if (!ck.ok()) return {};
+  const ak_trans ta = static_cast<ak_trans>(ta_raw), tb = static_cast<ak_trans>(tb_raw);
   // A is stored m x k (or k x m when transposed), B k x n (or n x k), C m x n.
   const std::int64_t a_rows = ta == AK_TRANS ? k : m, a_cols = ta == AK_TRANS ? m : k;
   const std::int64_t b_rows = tb == AK_TRANS ? n : k, b_cols = tb == AK_TRANS ? k : n;
@@ -71,10 +71,11 @@ ak_status ak_sgemm(ak_trans ta, ak_trans tb, int64_t m, int64_t n, int64_t k, fl
                    int64_t ldc) {
   return ak::capi::guarded("ak_sgemm", [&] {
     ArgCheck ck("ak_sgemm");
-    const auto e = ak::capi::check_gemm(ck, ta, tb, m, n, k, lda, ldb, ldc);
+    const int ta_raw = ak::capi::raw_enum(ta), tb_raw = ak::capi::raw_enum(tb);
+    const auto e = ak::capi::check_gemm(ck, ta_raw, tb_raw, m, n, k, lda, ldb, ldc);
     ck.pointer("a", a, e.a).pointer("b", b, e.b).pointer("c", c, e.c);
     if (!ck.ok()) return ck.result();
-    const ak::GemmArgs g{ta == AK_TRANS, tb == AK_TRANS, m, n, k, alpha, a, lda, b, ldb,
+    const ak::GemmArgs g{ta_raw == AK_TRANS, tb_raw == AK_TRANS, m, n, k, alpha, a, lda, b, ldb,
                          beta, c, ldc};
     return ak::capi::run_gemm("ak_sgemm", g, ak::GemmBatch{1, 0, 0, 0});
   });
@@ -86,7 +87,8 @@ ak_status ak_sgemm_strided_batched(ak_trans ta, ak_trans tb, int64_t m, int64_t 
                                    float *c, int64_t ldc, int64_t stride_c, int64_t batch) {
   return ak::capi::guarded("ak_sgemm_strided_batched", [&] {
     ArgCheck ck("ak_sgemm_strided_batched");
-    const auto e = ak::capi::check_gemm(ck, ta, tb, m, n, k, lda, ldb, ldc);
+    const int ta_raw = ak::capi::raw_enum(ta), tb_raw = ak::capi::raw_enum(tb);
+    const auto e = ak::capi::check_gemm(ck, ta_raw, tb_raw, m, n, k, lda, ldb, ldc);
     ck.size("batch", batch);
     if (stride_a < 0 || stride_b < 0 || stride_c < 0)
       ck.fail(AK_ERR_BAD_STRIDE, "stride_a, stride_b and stride_c must be >= 0 (got %lld, %lld, %lld)",
@@ -104,7 +106,7 @@ ak_status ak_sgemm_strided_batched(ak_trans ta, ak_trans tb, int64_t m, int64_t 
     ck.pointer("a", a, ta_ext).pointer("b", b, tb_ext).pointer("c", c, tc_ext);
     if (!ck.ok()) return ck.result();
     if (batch == 0) return AK_OK;
-    const ak::GemmArgs g{ta == AK_TRANS, tb == AK_TRANS, m, n, k, alpha, a, lda, b, ldb,
+    const ak::GemmArgs g{ta_raw == AK_TRANS, tb_raw == AK_TRANS, m, n, k, alpha, a, lda, b, ldb,
                          beta, c, ldc};
     return ak::capi::run_gemm("ak_sgemm_strided_batched", g,
                               ak::GemmBatch{batch, stride_a, stride_b, stride_c});

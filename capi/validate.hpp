@@ -4,10 +4,21 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "attnkern.h"
 
 namespace ak::capi {
+
+// The raw value a C caller passed for an enum parameter. Reading a C++ enum
+// object that holds a value outside its enumerators is undefined behaviour
+// (UBSan's -fsanitize=enum aborts on it), so the bits are copied out first.
+template <class E> int raw_enum(const E &e) {
+  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized on supported ABIs");
+  int v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
 
 class ArgCheck {
 public:

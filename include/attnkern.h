@@ -64,7 +64,8 @@ AK_API int ak_abi_version(void);
 
 /* The instruction set in use: "avx512" | "avx2" | "sse2" | "neon" | "scalar". */
 AK_API const char *ak_get_isa(void);
-/* 1 if ak_set_isa(name) would succeed on this CPU and build, else 0. No side
+/* 1 if ak_set_isa(name) would succeed on this CPU and build (NULL and "auto"
+   always do), else 0. No side
    effects: safe to call while other threads run kernels. */
 AK_API int ak_isa_supported(const char *name);
 /* Force an instruction set; NULL or "auto" selects the best the CPU has.

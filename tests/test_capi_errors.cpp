@@ -217,6 +217,16 @@ void add_gemm_cases(std::vector<BadCase> &cases, bool batched) {
     g = valid_gemm();
     g.ldc = 0;
     add("ldc_zero", AK_ERR_BAD_STRIDE, "ldc = 0", g);
+    // A leading dimension is at least 1 even for an empty matrix (as in BLAS).
+    g = valid_gemm();
+    g.k = 0;
+    g.lda = 0;
+    add("lda_zero_k0", AK_ERR_BAD_STRIDE, "lda = 0", g);
+    g = valid_gemm();
+    g.n = 0;
+    g.ldb = 1;
+    g.ldc = 0;
+    add("ldc_zero_n0", AK_ERR_BAD_STRIDE, "ldc = 0", g);
   }
 
   {
@@ -365,6 +375,11 @@ void add_softmax_cases(std::vector<BadCase> &cases, const std::string &fn, Softm
   c = Call{};
   c.ldy = 0;
   add("ldy_zero", AK_ERR_BAD_STRIDE, "ldy = 0", c);
+  c = Call{};
+  c.cols = 0; // at least 1 even for an empty row (as in BLAS)
+  c.ldx = 0;
+  c.ldy = 1;
+  add("ldx_zero_cols0", AK_ERR_BAD_STRIDE, "ldx = 0", c);
   c = Call{};
   c.null_x = true;
   add("x_null", AK_ERR_NULL_POINTER, "x is NULL", c);
@@ -856,6 +871,25 @@ TEST(CapiErrorsConfig, IsaRoundTripsAndAutoRestores) {
   EXPECT_EQ(ak_set_isa("scalar"), AK_OK);
   EXPECT_EQ(ak_set_isa("auto"), AK_OK) << ak_last_error();
   EXPECT_EQ(ak_get_isa(), best);
+  ASSERT_EQ(ak_set_isa(original.c_str()), AK_OK); // leave it as found
+}
+
+// "1 if ak_set_isa(name) would succeed on this CPU and build, else 0. No side
+// effects."
+TEST(CapiErrorsConfig, IsaSupportedAgreesWithSetIsa) {
+  const std::string original = ak_get_isa();
+  const char *const names[] = {nullptr, "auto",   "avx512",  "avx2", "sse2",
+                               "neon",  "scalar", "avx9000", "",     "AVX2"};
+  for (const char *name : names) {
+    const std::string shown = name ? "\"" + std::string(name) + "\"" : "NULL";
+    ASSERT_EQ(ak_set_isa(original.c_str()), AK_OK);
+    const int supported = ak_isa_supported(name);
+    EXPECT_EQ(ak_get_isa(), original) << "ak_isa_supported(" << shown << ") changed the ISA";
+    const ak_status st = ak_set_isa(name);
+    EXPECT_EQ(supported, st == AK_OK ? 1 : 0)
+        << "ak_isa_supported(" << shown << ") = " << supported << " but ak_set_isa(" << shown
+        << ") = " << ak_status_string(st);
+  }
   ASSERT_EQ(ak_set_isa(original.c_str()), AK_OK); // leave it as found
 }
 

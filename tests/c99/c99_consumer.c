@@ -45,6 +45,8 @@ static void check_isa(void) {
   for (i = 0; isa != NULL && i < sizeof known / sizeof known[0]; ++i)
     if (strcmp(isa, known[i]) == 0) found = 1;
   CHECK(found);
+  CHECK(ak_isa_supported(isa) == 1 && ak_isa_supported("scalar") == 1);
+  CHECK(ak_isa_supported("avx9000") == 0);
   CHECK(ak_set_isa("avx9000") == AK_ERR_BAD_ARGUMENT);
   CHECK(contains(ak_last_error(), "avx9000"));
   CHECK(isa != NULL && strcmp(ak_get_isa(), isa) == 0);
