@@ -31,11 +31,13 @@ struct SoftmaxShape {
 constexpr SoftmaxShape kShapes[] = {{128, 128}, {1024, 1024}, {4096, 4096}, {16, 32768}};
 constexpr Impl kImpls[] = {Impl::attnkern, Impl::onednn, Impl::scalar};
 
-// Input, output and the oneDNN primitive (bound to those buffers) of one
+// Input, output and the oneDNN primitives (bound to those buffers) of one
 // shape, built on first use and kept for the whole run (as for sgemm).
 struct Work {
   Buffer x, y;
-  std::unique_ptr<peers::OnednnSoftmax> onednn;
+  // One per thread count: a oneDNN primitive keeps the thread count that was
+  // in effect when it was created (it is part of oneDNN's primitive cache key).
+  std::map<int, std::unique_ptr<peers::OnednnSoftmax>> onednn;
 };
 
 Work &work_for(const SoftmaxShape &s) {
@@ -46,8 +48,14 @@ Work &work_for(const SoftmaxShape &s) {
   w.x = Buffer(s.size());
   w.y = Buffer(s.size());
   fill_normal(w.x, seed_of("softmax/" + s.label()));
-  w.onednn = std::make_unique<peers::OnednnSoftmax>(s.rows, s.cols, w.x.data(), w.y.data());
   return w;
+}
+
+// Call after set_threads(threads).
+peers::OnednnSoftmax &onednn_for(const SoftmaxShape &s, Work &w, int threads) {
+  auto &p = w.onednn[threads];
+  if (!p) p = std::make_unique<peers::OnednnSoftmax>(s.rows, s.cols, w.x.data(), w.y.data());
+  return *p;
 }
 
 // Writes softmax(w.x) into y (w.y for the timed runs).
@@ -55,11 +63,13 @@ bool call(Impl impl, const SoftmaxShape &s, Work &w, float *y, int threads) {
   switch (impl) {
   case Impl::attnkern:
     return ak_softmax(s.rows, s.cols, w.x.data(), s.cols, y, s.cols) == AK_OK;
-  case Impl::onednn:
-    if (y == w.y.data()) return w.onednn->run();
-    if (!w.onednn->run()) return false;
+  case Impl::onednn: {
+    peers::OnednnSoftmax &p = onednn_for(s, w, threads);
+    if (y == w.y.data()) return p.run();
+    if (!p.run()) return false;
     std::copy(w.y.data(), w.y.data() + s.size(), y);
     return true;
+  }
   case Impl::scalar:
     peers::scalar_softmax(s.rows, s.cols, w.x.data(), y, threads);
     return true;
@@ -101,7 +111,8 @@ const Verdict &verdict_for(const SoftmaxShape &s, int threads) {
       std::snprintf(msg, sizeof msg, "%s softmax %s failed%s%s",
                     impl_name(kImpls[i]), s.label().c_str(),
                     kImpls[i] == Impl::onednn ? ": " : "",
-                    kImpls[i] == Impl::onednn ? w.onednn->error().c_str() : "");
+                    kImpls[i] == Impl::onednn ? onednn_for(s, w, threads).error().c_str()
+                                              : "");
       v.error[i] = msg;
       std::fprintf(stderr, "ak_bench: %s\n", msg);
     } else if (!(v.err[i] <= agree_tolerance())) {
@@ -146,7 +157,7 @@ void BM_softmax(benchmark::State &state, int impl_index, SoftmaxShape s, int thr
       elems, benchmark::Counter::kIsIterationInvariantRate,
       benchmark::Counter::kIs1000);
   state.counters["relerr"] = v.err[impl_index];
-  if (impl == Impl::onednn) state.SetLabel(w.onednn->impl_info());
+  if (impl == Impl::onednn) state.SetLabel(onednn_for(s, w, threads).impl_info());
   if (impl == Impl::scalar) state.SetLabel("std::exp loop, OpenMP over rows");
 }
 

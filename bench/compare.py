@@ -55,6 +55,7 @@ class Entry:
         self.error = None
         self.relerr = None
         self.label = ""
+        self.order = None   # family_index: registration order
 
     def value(self):
         if self.error is not None:
@@ -78,6 +79,8 @@ def load(path):
         kind, impl, shape, threads = m.group(1), m.group(2), m.group(3), int(m.group(4))
         counter = KINDS[kind][0]
         e = entries.setdefault((kind, shape, threads), {}).setdefault(impl, Entry())
+        if "family_index" in b:
+            e.order = b["family_index"]
         if b.get("label"):
             e.label = b["label"]
         reps.add(b.get("repetitions", 1))
@@ -93,9 +96,17 @@ def load(path):
             if agg == "median":
                 e.median = b[counter]
             elif agg == "cv":
-                e.cv = b[counter]
+                # The cv of the time: Google Benchmark 1.7.1 writes a
+                # meaningless cv for user counters into the JSON.
+                e.cv = b.get("real_time")
         else:
             e.runs.append(b[counter])
+    # Registration order (shape by shape, threads, implementation), whatever
+    # order the runs were made in (--benchmark_enable_random_interleaving).
+    def first(item):
+        orders = [e.order for e in item[1].values() if e.order is not None]
+        return min(orders) if orders else float("inf")
+    entries = OrderedDict(sorted(entries.items(), key=first))
     return data.get("context", {}), entries, reps
 
 

@@ -44,10 +44,20 @@ args=(--benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true
 [ -n "$filter" ] && args+=(--benchmark_filter="$filter")
 [ "$interleave" = "1" ] && args+=(--benchmark_enable_random_interleaving=true)
 
-# The machine is shared: say so when something else is already using it.
-read -r load1 _ < /proc/loadavg || load1=0
-if awk -v l="$load1" 'BEGIN { exit !(l > 0.5) }'; then
-  echo "== warning: 1-minute load average is $load1 before the run; numbers (2-thread ones most) will be noisy" >&2
+# The machine is shared: say so when something else is using it right now
+# (CPU busy over one second, from /proc/stat).
+cpu_busy() {
+  local a b a1 a2 a3 a4 a5 a6 a7 a8 b1 b2 b3 b4 b5 b6 b7 b8
+  read -r _ a1 a2 a3 a4 a5 a6 a7 a8 _ < /proc/stat
+  sleep 1
+  read -r _ b1 b2 b3 b4 b5 b6 b7 b8 _ < /proc/stat
+  a=$((b1 + b2 + b3 + b4 + b5 + b6 + b7 + b8 - a1 - a2 - a3 - a4 - a5 - a6 - a7 - a8))
+  b=$((b4 + b5 - a4 - a5))  # idle + iowait
+  echo $(( a > 0 ? 100 * (a - b) / a : 0 ))
+}
+busy=$(cpu_busy 2>/dev/null || echo 0)
+if [ "$busy" -gt 20 ]; then
+  echo "== warning: the CPUs were ${busy}% busy before the run; numbers (2-thread ones most) will be noisy" >&2
 fi
 
 echo "== $build/bench/ak_bench ${args[*]} $*" >&2

@@ -1,9 +1,235 @@
-// Attention entry points. The fused kernel is not in this release yet: the
-// declarations are part of the ABI from the start, and the calls say so.
+// ak_attention and ak_mha_self_attention: validation of every descriptor
+// field, resolution of the defaults, then the kernel table.
+#include <cmath>
 #include <cstring>
 
+#include "../src/dispatch.hpp"
+#include "../src/scratch.hpp"
+#include "../src/threading.hpp"
 #include "attnkern.h"
 #include "errors.hpp"
+#include "validate.hpp"
+
+namespace ak::capi {
+namespace {
+
+// A [batch, heads, seq, dim] tensor with [batch, head, seq] strides and a
+// contiguous dim axis.
+struct TensorSpec {
+  const char *name;
+  std::int64_t extents[3]; // batch, heads, seq
+  std::int64_t dim;
+  std::int64_t strides[3];
+};
+
+// Resolves all-zero strides to the contiguous layout, checks the strides and
+// returns the floats the tensor spans (0 if empty).
+std::int64_t check_tensor(ArgCheck &ck, TensorSpec &t, bool is_output) {
+  const bool all_zero = t.strides[0] == 0 && t.strides[1] == 0 && t.strides[2] == 0;
+  if (all_zero) {
+    t.strides[2] = t.dim;
+    t.strides[1] = ck.product(t.name, t.extents[2], t.dim);
+    t.strides[0] = ck.product(t.name, t.extents[1], t.strides[1]);
+  }
+  for (int i = 0; i < 3; ++i)
+    if (t.strides[i] < 0)
+      ck.fail(AK_ERR_BAD_STRIDE, "%s_strides[%d] = %lld is negative", t.name, i,
+              static_cast<long long>(t.strides[i]));
+  if (!ck.ok()) return 0;
+  if (t.extents[2] > 1 && t.strides[2] < t.dim)
+    ck.fail(AK_ERR_BAD_STRIDE, "%s_strides[2] (seq) = %lld is smaller than the row length %lld",
+            t.name, static_cast<long long>(t.strides[2]), static_cast<long long>(t.dim));
+  if (is_output && ck.ok()) {
+    // Distinct (batch, head, seq) rows must not overlap: taking the axes by
+    // increasing stride, each stride must clear everything below it.
+    int order[3] = {0, 1, 2};
+    for (int i = 0; i < 3; ++i)
+      for (int j = i + 1; j < 3; ++j)
+        if (t.strides[order[j]] < t.strides[order[i]]) std::swap(order[i], order[j]);
+    std::int64_t span = t.dim;
+    for (int axis : order) {
+      if (t.extents[axis] <= 1) continue;
+      if (t.strides[axis] < span) {
+        ck.fail(AK_ERR_BAD_STRIDE,
+                "%s_strides[%d] = %lld makes output rows overlap (needs >= %lld)", t.name, axis,
+                static_cast<long long>(t.strides[axis]), static_cast<long long>(span));
+        return 0;
+      }
+      span = ck.product(t.name, t.extents[axis] - 1, t.strides[axis]) + span;
+    }
+  }
+  if (t.extents[0] == 0 || t.extents[1] == 0 || t.extents[2] == 0 || t.dim == 0) return 0;
+  std::int64_t span = t.dim;
+  for (int i = 0; i < 3; ++i) {
+    const std::int64_t part = ck.product(t.name, t.extents[i] - 1, t.strides[i]);
+    if (!ck.ok() || __builtin_add_overflow(span, part, &span)) {
+      ck.fail(AK_ERR_OVERFLOW, "%s spans more than 2^63 floats", t.name);
+      return 0;
+    }
+  }
+  return span;
+}
+
+ak_status attention_api(const ak_attention_desc *d, const float *q, const float *k,
+                        const float *v, float *out) {
+  ArgCheck ck("ak_attention");
+  if (!d) return ck.fail(AK_ERR_NULL_POINTER, "the descriptor d is NULL").result();
+  if (d->struct_size != sizeof(ak_attention_desc))
+    return ck
+        .fail(AK_ERR_BAD_ARGUMENT,
+              "struct_size = %u is not a descriptor size this library knows (%u); start from "
+              "ak_attention_desc_init()",
+              d->struct_size, static_cast<unsigned>(sizeof(ak_attention_desc)))
+        .result();
+  ck.size("batch", d->batch).size("num_heads", d->num_heads).size("num_kv_heads", d->num_kv_heads);
+  ck.size("q_len", d->q_len).size("kv_len", d->kv_len);
+  ck.size("head_dim", d->head_dim).size("head_dim_v", d->head_dim_v);
+  if (!ck.ok()) return ck.result();
+  if (d->num_heads > 0 && (d->num_kv_heads == 0 || d->num_heads % d->num_kv_heads != 0))
+    ck.fail(AK_ERR_BAD_SHAPE, "num_heads = %lld is not a multiple of num_kv_heads = %lld",
+            static_cast<long long>(d->num_heads), static_cast<long long>(d->num_kv_heads));
+  const std::int64_t rows = ck.product("batch * num_heads * q_len",
+                                       ck.product("batch * num_heads", d->batch, d->num_heads),
+                                       d->q_len);
+  if (rows > 0 && d->head_dim == 0)
+    ck.fail(AK_ERR_BAD_SHAPE, "head_dim = 0: queries need at least one dimension");
+  if (!(std::isfinite(d->scale) && d->scale >= 0.0f))
+    ck.fail(AK_ERR_BAD_ARGUMENT, "scale = %g must be finite and >= 0 (0 = 1/sqrt(head_dim))",
+            static_cast<double>(d->scale));
+  if (d->mask < AK_MASK_NONE || d->mask > AK_MASK_CAUSAL_BOTTOM_RIGHT)
+    ck.fail(AK_ERR_BAD_ARGUMENT, "mask = %d is not an ak_mask value (0, 1 or 2)", d->mask);
+  if (d->window_left < -1 || d->window_right < -1)
+    ck.fail(AK_ERR_BAD_ARGUMENT,
+            "window_left = %lld, window_right = %lld: a window is >= 0, or -1 for none",
+            static_cast<long long>(d->window_left), static_cast<long long>(d->window_right));
+  if (!ck.ok()) return ck.result();
+
+  const std::int64_t dv = d->head_dim_v ? d->head_dim_v : d->head_dim;
+  TensorSpec tq{"q", {d->batch, d->num_heads, d->q_len}, d->head_dim, {}};
+  TensorSpec tk{"k", {d->batch, d->num_kv_heads, d->kv_len}, d->head_dim, {}};
+  TensorSpec tv{"v", {d->batch, d->num_kv_heads, d->kv_len}, dv, {}};
+  TensorSpec to{"o", {d->batch, d->num_heads, d->q_len}, dv, {}};
+  std::memcpy(tq.strides, d->q_strides, sizeof tq.strides);
+  std::memcpy(tk.strides, d->k_strides, sizeof tk.strides);
+  std::memcpy(tv.strides, d->v_strides, sizeof tv.strides);
+  std::memcpy(to.strides, d->o_strides, sizeof to.strides);
+  const std::int64_t ext_q = check_tensor(ck, tq, false);
+  const std::int64_t ext_k = check_tensor(ck, tk, false);
+  const std::int64_t ext_v = check_tensor(ck, tv, false);
+  const std::int64_t ext_o = check_tensor(ck, to, true);
+  std::int64_t ext_bias = 0;
+  if (d->bias && ck.ok()) {
+    for (int i = 0; i < 3; ++i)
+      if (d->bias_strides[i] < 0)
+        ck.fail(AK_ERR_BAD_STRIDE, "bias_strides[%d] = %lld is negative", i,
+                static_cast<long long>(d->bias_strides[i]));
+    TensorSpec tb{"bias", {d->batch, d->num_heads, d->q_len}, d->kv_len, {}};
+    std::memcpy(tb.strides, d->bias_strides, sizeof tb.strides);
+    if (ck.ok() && rows > 0 && d->kv_len > 0) {
+      ext_bias = d->kv_len;
+      for (int i = 0; i < 3; ++i)
+        ext_bias += ck.product("bias", tb.extents[i] - 1, tb.strides[i]);
+    }
+  }
+  const std::int64_t ext_lse = rows;
+  const std::int64_t ext_probs = ck.product("probs (batch * num_heads * q_len * kv_len)", rows,
+                                            d->kv_len);
+  ck.pointer("q", q, ext_q).pointer("k", k, ext_k).pointer("v", v, ext_v).pointer("out", out, ext_o);
+  if (!ck.ok()) return ck.result();
+  if (d->kv_lens && d->batch > 0) {
+    for (std::int64_t b = 0; b < d->batch; ++b)
+      if (d->kv_lens[b] < 0 || d->kv_lens[b] > d->kv_len) {
+        ck.fail(AK_ERR_BAD_ARGUMENT, "kv_lens[%lld] = %d is outside [0, kv_len = %lld]",
+                static_cast<long long>(b), d->kv_lens[b], static_cast<long long>(d->kv_len));
+        break;
+      }
+  }
+  if (!ck.ok()) return ck.result();
+  (void)ext_bias, (void)ext_lse, (void)ext_probs; // optional buffers: caller-sized
+  if (rows == 0) return AK_OK;
+
+  AttentionArgs args{};
+  args.batch = d->batch, args.heads = d->num_heads, args.kv_heads = d->num_kv_heads;
+  args.q_len = d->q_len, args.kv_len = d->kv_len, args.dk = d->head_dim, args.dv = dv;
+  args.scale = d->scale != 0.0f ? d->scale
+                                : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d->head_dim)));
+  args.mask = d->mask;
+  // A window wider than both sequences is no window; clamping keeps the
+  // kernel's index arithmetic far from overflow.
+  const std::int64_t widest = d->q_len + d->kv_len;
+  args.window_left = d->window_left > widest ? widest : d->window_left;
+  args.window_right = d->window_right > widest ? widest : d->window_right;
+  args.q = q, args.k = k, args.v = v, args.out = out;
+  std::memcpy(args.q_strides, tq.strides, sizeof args.q_strides);
+  std::memcpy(args.k_strides, tk.strides, sizeof args.k_strides);
+  std::memcpy(args.v_strides, tv.strides, sizeof args.v_strides);
+  std::memcpy(args.o_strides, to.strides, sizeof args.o_strides);
+  args.bias = d->bias;
+  std::memcpy(args.bias_strides, d->bias_strides, sizeof args.bias_strides);
+  args.kv_lens = d->kv_lens, args.lse = d->lse, args.probs = d->probs;
+  if (active_kernels().attention(args, threads_for_call()) != KernelStatus::ok)
+    return fail(AK_ERR_OUT_OF_MEMORY, "ak_attention: out of memory for scratch buffers");
+  return AK_OK;
+}
+
+ak_status mha_api(std::int64_t n_tokens, std::int64_t d_model, std::int64_t num_heads,
+                  std::int64_t d_k, std::int64_t d_v, const float *x, const float *w_q,
+                  const float *w_k, const float *w_v, int mask, float *out) {
+  ArgCheck ck("ak_mha_self_attention");
+  ck.size("n_tokens", n_tokens).size("d_model", d_model).size("num_heads", num_heads);
+  ck.size("d_k", d_k).size("d_v", d_v);
+  if (mask < AK_MASK_NONE || mask > AK_MASK_CAUSAL_BOTTOM_RIGHT)
+    ck.fail(AK_ERR_BAD_ARGUMENT, "mask = %d is not an ak_mask value (0, 1 or 2)", mask);
+  if (!ck.ok()) return ck.result();
+  const std::int64_t rows = ck.product("num_heads * n_tokens", num_heads, n_tokens);
+  if (rows > 0 && d_k == 0) ck.fail(AK_ERR_BAD_SHAPE, "d_k = 0: queries need at least one dimension");
+  const std::int64_t ext_x = ck.product("x (n_tokens * d_model)", n_tokens, d_model);
+  const std::int64_t ext_wk = ck.product("w_q (num_heads * d_model * d_k)",
+                                         ck.product("num_heads * d_model", num_heads, d_model), d_k);
+  const std::int64_t ext_wv = ck.product("w_v (num_heads * d_model * d_v)",
+                                         ck.product("num_heads * d_model", num_heads, d_model), d_v);
+  const std::int64_t ext_qk = ck.product("num_heads * n_tokens * d_k", rows, d_k);
+  const std::int64_t ext_out = ck.product("out (num_heads * n_tokens * d_v)", rows, d_v);
+  ck.pointer("x", x, ext_x).pointer("w_q", w_q, ext_wk).pointer("w_k", w_k, ext_wk);
+  ck.pointer("w_v", w_v, ext_wv).pointer("out", out, ext_out);
+  if (!ck.ok()) return ck.result();
+  if (ext_out == 0) return AK_OK;
+
+  Scratch buf(static_cast<std::size_t>(2 * ext_qk + ext_out));
+  if (!buf.data()) return fail(AK_ERR_OUT_OF_MEMORY, "ak_mha_self_attention: out of memory");
+  float *qh = buf.data(), *kh = qh + ext_qk, *vh = kh + ext_qk;
+  const KernelTable &kt = active_kernels();
+  const int threads = threads_for_call();
+  // Per head: [n_tokens, d_model] x [d_model, d] -> [n_tokens, d]; x is shared.
+  auto project = [&](const float *w, std::int64_t d, float *dst) {
+    const GemmArgs g{false, false, n_tokens, d, d_model, 1.0f, x, d_model > 0 ? d_model : 1,
+                     w, d > 0 ? d : 1, 0.0f, dst, d > 0 ? d : 1};
+    return kt.sgemm(g, GemmBatch{num_heads, 0, d_model * d, n_tokens * d}, threads);
+  };
+  if (project(w_q, d_k, qh) != KernelStatus::ok || project(w_k, d_k, kh) != KernelStatus::ok ||
+      project(w_v, d_v, vh) != KernelStatus::ok)
+    return fail(AK_ERR_OUT_OF_MEMORY, "ak_mha_self_attention: out of memory");
+
+  AttentionArgs args{};
+  args.batch = 1, args.heads = num_heads, args.kv_heads = num_heads;
+  args.q_len = n_tokens, args.kv_len = n_tokens, args.dk = d_k, args.dv = d_v;
+  args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d_k)));
+  args.mask = mask;
+  args.window_left = -1, args.window_right = -1;
+  args.q = qh, args.k = kh, args.v = vh, args.out = out;
+  const std::int64_t qk_strides[3] = {num_heads * n_tokens * d_k, n_tokens * d_k, d_k};
+  const std::int64_t v_strides[3] = {num_heads * n_tokens * d_v, n_tokens * d_v, d_v};
+  std::memcpy(args.q_strides, qk_strides, sizeof qk_strides);
+  std::memcpy(args.k_strides, qk_strides, sizeof qk_strides);
+  std::memcpy(args.v_strides, v_strides, sizeof v_strides);
+  std::memcpy(args.o_strides, v_strides, sizeof v_strides);
+  if (kt.attention(args, threads) != KernelStatus::ok)
+    return fail(AK_ERR_OUT_OF_MEMORY, "ak_mha_self_attention: out of memory");
+  return AK_OK;
+}
+
+} // namespace
+} // namespace ak::capi
 
 extern "C" {
 
@@ -15,20 +241,18 @@ void ak_attention_desc_init(ak_attention_desc *d) {
   d->window_right = -1;
 }
 
-ak_status ak_attention(const ak_attention_desc *, const float *, const float *, const float *,
-                       float *) {
-  return ak::capi::fail(AK_ERR_UNSUPPORTED,
-                        "ak_attention: the fused attention kernel is not implemented in "
-                        "attnkern %d.%d.%d yet; nothing was written",
-                        AK_VERSION_MAJOR, AK_VERSION_MINOR, AK_VERSION_PATCH);
+ak_status ak_attention(const ak_attention_desc *d, const float *q, const float *k, const float *v,
+                       float *out) {
+  return ak::capi::guarded("ak_attention", [&] { return ak::capi::attention_api(d, q, k, v, out); });
 }
 
-ak_status ak_mha_self_attention(int64_t, int64_t, int64_t, int64_t, int64_t, const float *,
-                                const float *, const float *, const float *, ak_mask, float *) {
-  return ak::capi::fail(AK_ERR_UNSUPPORTED,
-                        "ak_mha_self_attention: needs the fused attention kernel, which is "
-                        "not implemented in attnkern %d.%d.%d yet; nothing was written",
-                        AK_VERSION_MAJOR, AK_VERSION_MINOR, AK_VERSION_PATCH);
+ak_status ak_mha_self_attention(int64_t n_tokens, int64_t d_model, int64_t num_heads, int64_t d_k,
+                                int64_t d_v, const float *x, const float *w_q, const float *w_k,
+                                const float *w_v, ak_mask mask, float *out) {
+  return ak::capi::guarded("ak_mha_self_attention", [&] {
+    return ak::capi::mha_api(n_tokens, d_model, num_heads, d_k, d_v, x, w_q, w_k, w_v,
+                             ak::capi::raw_enum(mask), out);
+  });
 }
 
 } // extern "C"

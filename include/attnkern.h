@@ -142,9 +142,30 @@ typedef struct {
   float *probs; /* optional out [b, h, q_len, kv_len]: attention weights */
 } ak_attention_desc;
 
-/* Zeroes *d, sets struct_size and window_left = window_right = -1. */
+/* Zeroes *d, sets struct_size and window_left = window_right = -1. Always
+   start from this: a zeroed struct is not the default (a window of 0 means
+   "the diagonal only"). */
 AK_API void ak_attention_desc_init(ak_attention_desc *d);
-/* out = softmax(scale * q k^T + bias, masked) v per (batch, head). */
+
+/* out[b,h,i,:] = sum_j w[i,j] v[b,h/(num_heads/num_kv_heads),j,:] with
+   w[i,:] = softmax_j(scale * q[b,h,i,:] . k[b,hk,j,:] + bias[b,h,i,j]) over the
+   keys j visible to query i, w = 0 elsewhere. With n = kv_lens ? kv_lens[b]
+   : kv_len, key j is visible to query i iff
+     j < n, and
+     lo(i) <= j <= hi(i), where d(i) = i + (n - q_len) for
+       AK_MASK_CAUSAL_BOTTOM_RIGHT and d(i) = i otherwise (the aligned
+       diagonal), hi(i) = d(i) for the causal masks (else unbounded),
+       further limited to d(i) + window_right if window_right >= 0, and
+       lo(i) = d(i) - window_left if window_left >= 0 (else 0),
+   and bias[b,h,i,j] != -inf. A query with no visible key gets out = 0,
+   lse = -inf and probs = 0. Keys and values at positions not visible to a
+   query never reach that query's output (NaN or Inf stored there is
+   harmless); a NaN in a visible entry makes that query's row NaN.
+   Strides: q_strides etc. give the [batch, head, seq] strides of a tensor
+   whose last (head_dim) axis is contiguous; all three 0 means contiguous
+   [batch, heads, seq, dim]. bias_strides may hold 0 to broadcast; the bias
+   kv axis is contiguous. lse is contiguous [batch, num_heads, q_len], probs
+   contiguous [batch, num_heads, q_len, kv_len]. */
 AK_API ak_status ak_attention(const ak_attention_desc *d, const float *q,
                               const float *k, const float *v, float *out);
 

@@ -28,6 +28,22 @@ struct GemmBatch {
 
 enum class KernelStatus { ok, out_of_memory };
 
+// ak_attention's arguments after validation: every default resolved (scale,
+// head_dim_v, contiguous strides), enums as plain ints.
+struct AttentionArgs {
+  std::int64_t batch, heads, kv_heads, q_len, kv_len, dk, dv;
+  float scale;
+  int mask; // 0 none, 1 causal top-left, 2 causal bottom-right
+  std::int64_t window_left, window_right; // -1 = unbounded
+  const float *q, *k, *v;
+  float *out;
+  std::int64_t q_strides[3], k_strides[3], v_strides[3], o_strides[3]; // [batch, head, seq]
+  const float *bias;                                                   // optional
+  std::int64_t bias_strides[3];
+  const std::int32_t *kv_lens; // optional
+  float *lse, *probs;          // optional
+};
+
 struct KernelTable {
   const char *name; // as ak_get_isa() reports it
   KernelStatus (*sgemm)(const GemmArgs &args, const GemmBatch &batch,
@@ -40,6 +56,7 @@ struct KernelTable {
   void (*softmax_axis)(std::int64_t outer, std::int64_t axis_len,
                        std::int64_t inner, const float *x, float *y,
                        int threads);
+  KernelStatus (*attention)(const AttentionArgs &args, int threads);
 };
 
 // One accessor per instruction-set translation unit that the build compiled.

@@ -924,34 +924,6 @@ TEST(CapiErrorsDesc, InitSetsSizeAndWindows) {
   ak_attention_desc_init(nullptr); // documented as a no-op, must not crash
 }
 
-// Delete this test when the fused attention kernel lands.
-TEST(CapiErrors, AttentionNotYetImplemented) {
-  ak_attention_desc d;
-  ak_attention_desc_init(&d);
-  d.batch = 1;
-  d.num_heads = d.num_kv_heads = 1;
-  d.q_len = d.kv_len = 4;
-  d.head_dim = 8;
-  Buffers buf; // q, k, out
-  Canary v(4), lse(5);
-  d.lse = lse.get();
-  EXPECT_EQ(ak_attention(&d, buf.in0.get(), buf.in1.get(), v.get(), buf.out.get()),
-            AK_ERR_UNSUPPORTED);
-  EXPECT_EQ(std::string(ak_last_error()).rfind("ak_attention: ", 0), 0u) << ak_last_error();
-  EXPECT_TRUE(untouched(buf.out, "out"));
-  EXPECT_TRUE(untouched(lse, "lse"));
-
-  prime_last_error("ak_mha_self_attention");
-  EXPECT_EQ(ak_mha_self_attention(4, 8, 2, 4, 4, buf.in0.get(), buf.in1.get(), buf.in1.get(),
-                                  buf.in1.get(), AK_MASK_NONE, buf.out.get()),
-            AK_ERR_UNSUPPORTED);
-  EXPECT_EQ(std::string(ak_last_error()).rfind("ak_mha_self_attention: ", 0), 0u)
-      << ak_last_error();
-  EXPECT_TRUE(untouched(buf.out, "out"));
-  EXPECT_TRUE(untouched(buf.in0, "x"));
-  EXPECT_TRUE(untouched(buf.in1, "weights"));
-}
-
 // ------------------------------------------------------- last error per thread
 
 TEST(CapiErrorsThreads, LastErrorIsThreadLocal) {

@@ -1,0 +1,438 @@
+// Fused scaled-dot-product attention (FlashAttention-2 style) for one
+// instruction set.
+//
+// Work item = (batch, kv head, group of its query heads, block of queries,
+// chunk of keys). Its rows are (query head, query) pairs that share one K/V
+// head, so GQA/MQA heads reuse each packed K and V block. For each block of
+// keys that some row can see:
+//   S = (scale Q) K^T         register-tiled GEMM micro-kernel
+//   mask, bias, online softmax per row (running max m, running sum l)
+//   O = O * exp(m_old - m_new) + P V   the same micro-kernel
+// and at the end out = O / l, lse = m + log l. Scratch is per thread and
+// sized by the blocks, never by q_len x kv_len.
+//
+// Keys are split into fixed chunks (kKvChunk) only for short query blocks
+// (decode); the split depends on the shape alone, so results are identical
+// for every thread count. Chunks are merged by log-sum-exp in chunk order.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "../gemm/gemm_driver.hpp"
+#include "../gemm/gemm_pack.hpp"
+#include "../gemm/sgemm_ukernel.hpp"
+#include "../kernel_table.hpp"
+#include "../scratch.hpp"
+#include "../simd.hpp"
+#include "../threading.hpp"
+#include "../vexp.hpp"
+
+namespace ak {
+namespace AK_ISA_NS {
+
+// Which keys of a batch entry query i sees: [lo, hi) (see attnkern.h).
+struct KeyRange {
+  std::int64_t lo, hi;
+};
+
+inline KeyRange visible_keys(const AttentionArgs &a, std::int64_t n, std::int64_t i) {
+  const std::int64_t d = a.mask == 2 ? i + (n - a.q_len) : i;
+  std::int64_t hi = n;
+  if (a.mask != 0) hi = min64(hi, d + 1);
+  if (a.window_right >= 0) hi = min64(hi, d + a.window_right + 1);
+  std::int64_t lo = a.window_left >= 0 ? d - a.window_left : 0;
+  lo = min64(max64(lo, 0), n);
+  return {lo, min64(max64(hi, lo), n)};
+}
+
+// Shape-only decisions shared by every work item.
+template <class Cfg> struct AttentionPlan {
+  static constexpr int MR = Cfg::mr, NR = Cfg::nv * Cfg::width;
+  static constexpr std::int64_t kMaxRows = 64;
+  static constexpr std::int64_t kRows = (48 + MR - 1) / MR * MR; // rows per item (target)
+  static constexpr std::int64_t kBk = (128 + NR - 1) / NR * NR;  // keys per block
+  static constexpr std::int64_t kKvChunk = 1024;                 // keys per split chunk
+  static constexpr std::int64_t kSplitMaxQ = 16; // split keys only for q blocks this short
+  static_assert(kRows <= kMaxRows, "row arrays are sized for kMaxRows");
+
+  std::int64_t group, bq, heads_per_item, n_hc, n_qb, n_chunks, chunk;
+  std::int64_t rows_pad, bk_pad, dv_pad;
+  std::int64_t items;
+
+  explicit AttentionPlan(const AttentionArgs &a) {
+    group = a.heads / a.kv_heads;
+    bq = min64(a.q_len, kRows);
+    heads_per_item = min64(max64(kRows / bq, 1), group);
+    n_hc = ceil_div(group, heads_per_item);
+    n_qb = ceil_div(a.q_len, bq);
+    const bool split = a.q_len <= kSplitMaxQ && a.kv_len > kKvChunk;
+    chunk = split ? kKvChunk : max64(a.kv_len, 1);
+    n_chunks = split ? ceil_div(a.kv_len, kKvChunk) : 1;
+    rows_pad = round_up(bq * heads_per_item, MR);
+    bk_pad = round_up(kBk, NR);
+    dv_pad = round_up(a.dv, NR);
+    items = a.batch * a.kv_heads * n_hc * n_qb * n_chunks;
+  }
+  bool split() const { return n_chunks > 1; }
+  // Floats of per-thread scratch.
+  std::int64_t scratch_floats(const AttentionArgs &a) const {
+    return rows_pad * a.dk          // packed scaled Q
+           + a.dk * bk_pad          // packed K block
+           + kBk * dv_pad           // packed V block
+           + rows_pad * bk_pad      // scores / weights
+           + rows_pad * kBk         // packed weights
+           + rows_pad * dv_pad      // output accumulator
+           + 2 * rows_pad + 64;     // m, l
+  }
+};
+
+// Per-row state of a work item, held in the thread's scratch.
+struct RowState {
+  float *m, *l, *acc;
+};
+
+template <class V> inline bool has_non_finite(const float *x, std::int64_t n) {
+  using reg = typename V::reg;
+  constexpr int W = V::width;
+  reg probe = V::zero();
+  std::int64_t j = 0;
+  for (; j + W <= n; j += W) { // x - x is NaN exactly for inf and NaN
+    const reg v = V::loadu(x + j);
+    probe = V::add(probe, V::sub(v, v));
+  }
+  float tail = 0.0f;
+  for (; j < n; ++j) tail += x[j] - x[j];
+  const float s = V::reduce_add(probe) + tail;
+  return s != s;
+}
+
+template <class V, class Cfg> class AttentionItem {
+  using Plan = AttentionPlan<Cfg>;
+  using reg = typename V::reg;
+  static constexpr int MR = Cfg::mr, NV = Cfg::nv, W = V::width, NR = NV * W;
+
+public:
+  AttentionItem(const AttentionArgs &a, const Plan &p, float *scratch) : a_(a), p_(p) {
+    float *s = scratch;
+    qpack_ = s, s += p.rows_pad * a.dk;
+    kpack_ = s, s += a.dk * p.bk_pad;
+    vpack_ = s, s += Plan::kBk * p.dv_pad;
+    scores_ = s, s += p.rows_pad * p.bk_pad;
+    ppack_ = s, s += p.rows_pad * Plan::kBk;
+    st_.acc = s, s += p.rows_pad * p.dv_pad;
+    st_.m = s, s += p.rows_pad;
+    st_.l = s;
+  }
+
+  // Runs item `index`; partials (split) go to `partial`.
+  void run(std::int64_t index, float *partial) {
+    decode_index(index);
+    setup_rows();
+    pack_q();
+    const float ninf = -std::numeric_limits<float>::infinity();
+    for (std::int64_t r = 0; r < p_.rows_pad; ++r) st_.m[r] = ninf, st_.l[r] = 0.0f;
+    for (std::int64_t x = 0; x < p_.rows_pad * p_.dv_pad; ++x) st_.acc[x] = 0.0f;
+    if (a_.probs) fill_probs(ninf);
+    for (std::int64_t j0 = u_lo_; j0 < u_hi_; j0 += Plan::kBk) key_block(j0, min64(j0 + Plan::kBk, u_hi_));
+    if (p_.split()) write_partials(partial);
+    else finish_rows();
+  }
+
+private:
+  void decode_index(std::int64_t index) {
+    chunk_ = index % p_.n_chunks, index /= p_.n_chunks;
+    const std::int64_t qb = index % p_.n_qb;
+    index /= p_.n_qb;
+    const std::int64_t hc = index % p_.n_hc;
+    index /= p_.n_hc;
+    kvh_ = index % a_.kv_heads;
+    b_ = index / a_.kv_heads;
+    h0_ = kvh_ * p_.group + hc * p_.heads_per_item;
+    nh_ = min64(p_.heads_per_item, (kvh_ + 1) * p_.group - h0_);
+    i0_ = qb * p_.bq;
+    nq_ = min64(p_.bq, a_.q_len - i0_);
+    rows_ = nh_ * nq_;
+    n_ = a_.kv_lens ? a_.kv_lens[b_] : a_.kv_len;
+    c0_ = chunk_ * p_.chunk;
+    c1_ = min64(c0_ + p_.chunk, a_.kv_len);
+  }
+
+  std::int64_t head_of(std::int64_t r) const { return h0_ + r / nq_; }
+  std::int64_t query_of(std::int64_t r) const { return i0_ + r % nq_; }
+
+  // Visible key range of each row within this chunk, and their union.
+  void setup_rows() {
+    u_lo_ = c1_, u_hi_ = c0_;
+    for (std::int64_t iq = 0; iq < nq_; ++iq) {
+      const KeyRange kr = visible_keys(a_, n_, i0_ + iq);
+      const std::int64_t lo = max64(kr.lo, c0_), hi = max64(min64(kr.hi, c1_), lo);
+      lo_[iq] = lo, hi_[iq] = hi;
+      if (hi > lo) u_lo_ = min64(u_lo_, lo), u_hi_ = max64(u_hi_, hi);
+    }
+    if (u_hi_ < u_lo_) u_hi_ = u_lo_;
+  }
+
+  // Q rows, times scale, into MR-tall slivers (zero rows pad the last one).
+  void pack_q() {
+    const std::int64_t dk = a_.dk;
+    for (std::int64_t r = 0; r < p_.rows_pad; ++r) {
+      float *dst = qpack_ + (r / MR) * MR * dk + r % MR;
+      if (r < rows_) {
+        const float *src = a_.q + b_ * a_.q_strides[0] + head_of(r) * a_.q_strides[1] +
+                           query_of(r) * a_.q_strides[2];
+        for (std::int64_t d = 0; d < dk; ++d) dst[d * MR] = src[d] * a_.scale;
+      } else {
+        for (std::int64_t d = 0; d < dk; ++d) dst[d * MR] = 0.0f;
+      }
+    }
+  }
+
+  float *probs_row(std::int64_t r) const {
+    return a_.probs + ((b_ * a_.heads + head_of(r)) * a_.q_len + query_of(r)) * a_.kv_len;
+  }
+
+  void fill_probs(float value) {
+    for (std::int64_t r = 0; r < rows_; ++r) {
+      float *pr = probs_row(r);
+      for (std::int64_t j = c0_; j < c1_; ++j) pr[j] = value;
+    }
+  }
+
+  void key_block(std::int64_t j0, std::int64_t j1) {
+    const std::int64_t bk = j1 - j0, dk = a_.dk;
+    const float *kb = a_.k + b_ * a_.k_strides[0] + kvh_ * a_.k_strides[1];
+    const float *vb = a_.v + b_ * a_.v_strides[0] + kvh_ * a_.v_strides[1];
+    // K^T block as the GEMM's B: NR keys per sliver, dk deep.
+    for (std::int64_t s = 0; s * NR < p_.bk_pad; ++s) {
+      const std::int64_t jj = s * NR;
+      const int cols = static_cast<int>(max64(min64(NR, bk - jj), 0));
+      const float *src = cols > 0 ? kb + (j0 + jj) * a_.k_strides[2] : kb;
+      pack_b_sliver<NR>(dk, cols, src, 1, a_.k_strides[2], kpack_ + jj * dk);
+    }
+    // S = (scale Q) K^T over the whole padded tile.
+    for (std::int64_t r0 = 0; r0 < p_.rows_pad; r0 += MR)
+      for (std::int64_t jj = 0; jj < p_.bk_pad; jj += NR)
+        sgemm_ukernel<V, MR, NV>(dk, qpack_ + r0 * dk, kpack_ + jj * dk, 1.0f, 0.0f,
+                                 scores_ + r0 * p_.bk_pad + jj, p_.bk_pad);
+    for (std::int64_t r = 0; r < rows_; ++r) softmax_update(r, j0, bk);
+    for (std::int64_t r = rows_; r < p_.rows_pad; ++r) // padding rows weigh nothing
+      for (std::int64_t j = 0; j < bk; ++j) scores_[r * p_.bk_pad + j] = 0.0f;
+    // V block as the GEMM's B: NR value columns per sliver, bk deep.
+    for (std::int64_t s = 0; s * NR < p_.dv_pad; ++s) {
+      const std::int64_t d0 = s * NR;
+      pack_b_sliver<NR>(bk, static_cast<int>(min64(NR, a_.dv - d0)), vb + j0 * a_.v_strides[2] + d0,
+                        a_.v_strides[2], 1, vpack_ + d0 * bk);
+    }
+    if (has_non_finite<V>(vpack_, bk * p_.dv_pad)) {
+      // Inf/NaN in V: a zero weight times Inf would still be NaN, so the
+      // rows accumulate only the keys they actually weigh.
+      exact_pv(j0, bk);
+      return;
+    }
+    for (std::int64_t r0 = 0; r0 < p_.rows_pad; r0 += MR)
+      pack_a_sliver<MR>(bk, MR, scores_ + r0 * p_.bk_pad, p_.bk_pad, 1, ppack_ + r0 * bk);
+    for (std::int64_t r0 = 0; r0 < p_.rows_pad; r0 += MR)
+      for (std::int64_t d0 = 0; d0 < p_.dv_pad; d0 += NR)
+        sgemm_ukernel<V, MR, NV>(bk, ppack_ + r0 * bk, vpack_ + d0 * bk, 1.0f, 1.0f,
+                                 st_.acc + r0 * p_.dv_pad + d0, p_.dv_pad);
+  }
+
+  // Masks row r's scores for keys [j0, j0 + bk), adds the bias, updates the
+  // running max and sum, rescales the accumulator, and leaves the weights
+  // exp(s - m) in the score row.
+  void softmax_update(std::int64_t r, std::int64_t j0, std::int64_t bk) {
+    const float ninf = -std::numeric_limits<float>::infinity();
+    float *s = scores_ + r * p_.bk_pad;
+    const std::int64_t iq = r % nq_;
+    const std::int64_t a = min64(max64(lo_[iq] - j0, 0), bk);
+    const std::int64_t e = max64(min64(hi_[iq] - j0, bk), a);
+    for (std::int64_t j = 0; j < a; ++j) s[j] = ninf;
+    for (std::int64_t j = e; j < bk; ++j) s[j] = ninf;
+    if (a_.bias) {
+      const float *bias = a_.bias + b_ * a_.bias_strides[0] + head_of(r) * a_.bias_strides[1] +
+                          query_of(r) * a_.bias_strides[2] + j0;
+      // A -inf bias masks the key even where the score is NaN (poisoned K).
+      for (std::int64_t j = a; j < e; ++j) s[j] = bias[j] == ninf ? ninf : s[j] + bias[j];
+    }
+    if (a_.probs) {
+      float *pr = probs_row(r) + j0;
+      for (std::int64_t j = a; j < e; ++j) pr[j] = s[j];
+    }
+    float m_blk = ninf;
+    bool nan = false;
+    for (std::int64_t j = a; j < e; ++j) {
+      m_blk = s[j] > m_blk ? s[j] : m_blk;
+      nan = nan || s[j] != s[j];
+    }
+    const float m_old = st_.m[r];
+    float m_new = m_blk > m_old ? m_blk : m_old;
+    if (nan || m_old != m_old) m_new = std::numeric_limits<float>::quiet_NaN();
+    // All masked so far: shift by 0 so that exp(-inf - shift) is 0, not NaN.
+    const float shift = m_new == ninf ? 0.0f : m_new;
+    const reg vshift = V::set1(shift);
+    reg sum = V::zero();
+    std::int64_t j = 0;
+    for (; j + W <= bk; j += W) {
+      const reg pj = vexp<V>(V::sub(V::loadu(s + j), vshift));
+      V::storeu(s + j, pj);
+      sum = V::add(sum, pj);
+    }
+    float tail = 0.0f;
+    for (; j < bk; ++j) {
+      s[j] = std::exp(s[j] - shift);
+      tail += s[j];
+    }
+    const float corr = m_old == m_new ? 1.0f : std::exp(m_old - shift);
+    st_.l[r] = st_.l[r] * corr + (V::reduce_add(sum) + tail);
+    st_.m[r] = m_new;
+    if (corr != 1.0f) {
+      float *acc = st_.acc + r * p_.dv_pad;
+      const reg vc = V::set1(corr);
+      for (std::int64_t d = 0; d < p_.dv_pad; d += W) V::storeu(acc + d, V::mul(V::loadu(acc + d), vc));
+    }
+  }
+
+  // acc_r += sum over weighed keys j of w_rj v_j, skipping zero weights.
+  void exact_pv(std::int64_t j0, std::int64_t bk) {
+    const float *vb = a_.v + b_ * a_.v_strides[0] + kvh_ * a_.v_strides[1];
+    for (std::int64_t r = 0; r < rows_; ++r) {
+      const float *w = scores_ + r * p_.bk_pad;
+      float *acc = st_.acc + r * p_.dv_pad;
+      for (std::int64_t j = 0; j < bk; ++j) {
+        if (w[j] == 0.0f) continue;
+        const float *vrow = vb + (j0 + j) * a_.v_strides[2];
+        const reg vw = V::set1(w[j]);
+        std::int64_t d = 0;
+        for (; d + W <= a_.dv; d += W) V::storeu(acc + d, V::fmadd(vw, V::loadu(vrow + d), V::loadu(acc + d)));
+        for (; d < a_.dv; ++d) acc[d] += w[j] * vrow[d];
+      }
+    }
+  }
+
+  void finish_rows() {
+    for (std::int64_t r = 0; r < rows_; ++r) {
+      float *out = a_.out + b_ * a_.o_strides[0] + head_of(r) * a_.o_strides[1] +
+                   query_of(r) * a_.o_strides[2];
+      const float lse = finish_row(st_.m[r], st_.l[r], st_.acc + r * p_.dv_pad, a_.dv, out);
+      if (a_.lse) a_.lse[(b_ * a_.heads + head_of(r)) * a_.q_len + query_of(r)] = lse;
+      if (a_.probs) finish_probs(probs_row(r), a_.kv_len, lse, st_.l[r]);
+    }
+  }
+
+  void write_partials(float *partial) const {
+    const std::int64_t stride = a_.dv + 2;
+    for (std::int64_t r = 0; r < rows_; ++r) {
+      const std::int64_t row = (b_ * a_.heads + head_of(r)) * a_.q_len + query_of(r);
+      float *dst = partial + (row * p_.n_chunks + chunk_) * stride;
+      dst[0] = st_.m[r];
+      dst[1] = st_.l[r];
+      for (std::int64_t d = 0; d < a_.dv; ++d) dst[2 + d] = st_.acc[r * p_.dv_pad + d];
+    }
+  }
+
+public:
+  // out = acc / l; returns lse = m + log l (-inf and zeros when l == 0).
+  static float finish_row(float m, float l, const float *acc, std::int64_t dv, float *out) {
+    if (l == 0.0f) {
+      for (std::int64_t d = 0; d < dv; ++d) out[d] = 0.0f;
+      return -std::numeric_limits<float>::infinity();
+    }
+    for (std::int64_t d = 0; d < dv; ++d) out[d] = acc[d] / l;
+    return m + std::log(l);
+  }
+
+  // probs hold the masked scores (-inf where not visible): turn them into
+  // weights exp(s - lse).
+  static void finish_probs(float *pr, std::int64_t kv_len, float lse, float l) {
+    using R = typename V::reg;
+    if (l == 0.0f) {
+      for (std::int64_t j = 0; j < kv_len; ++j) pr[j] = 0.0f;
+      return;
+    }
+    const R vl = V::set1(lse);
+    std::int64_t j = 0;
+    for (; j + W <= kv_len; j += W) V::storeu(pr + j, vexp<V>(V::sub(V::loadu(pr + j), vl)));
+    for (; j < kv_len; ++j) pr[j] = std::exp(pr[j] - lse);
+  }
+
+private:
+  const AttentionArgs &a_;
+  const Plan &p_;
+  float *qpack_, *kpack_, *vpack_, *scores_, *ppack_;
+  RowState st_;
+  std::int64_t lo_[Plan::kMaxRows], hi_[Plan::kMaxRows];
+  std::int64_t b_ = 0, kvh_ = 0, h0_ = 0, nh_ = 0, i0_ = 0, nq_ = 0, rows_ = 0, n_ = 0;
+  std::int64_t chunk_ = 0, c0_ = 0, c1_ = 0, u_lo_ = 0, u_hi_ = 0;
+};
+
+// Merges the key chunks of every row in chunk order (log-sum-exp).
+template <class V, class Cfg>
+void merge_chunks(const AttentionArgs &a, const AttentionPlan<Cfg> &p, const float *partial,
+                  float *acc, std::int64_t row) {
+  const std::int64_t stride = a.dv + 2;
+  const float *rowp = partial + row * p.n_chunks * stride;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  float m = ninf;
+  bool nan = false;
+  for (std::int64_t c = 0; c < p.n_chunks; ++c) {
+    const float mc = rowp[c * stride];
+    nan = nan || mc != mc;
+    m = mc > m ? mc : m;
+  }
+  if (nan) m = std::numeric_limits<float>::quiet_NaN();
+  const float shift = m == ninf ? 0.0f : m;
+  float l = 0.0f;
+  for (std::int64_t d = 0; d < a.dv; ++d) acc[d] = 0.0f;
+  for (std::int64_t c = 0; c < p.n_chunks; ++c) {
+    const float *pc = rowp + c * stride;
+    if (pc[1] == 0.0f && pc[0] == ninf) continue; // chunk saw no key
+    const float w = std::exp(pc[0] - shift);
+    l += pc[1] * w;
+    for (std::int64_t d = 0; d < a.dv; ++d) acc[d] += pc[2 + d] * w;
+  }
+  const std::int64_t heads_q = a.heads * a.q_len;
+  const std::int64_t b = row / heads_q, h = (row / a.q_len) % a.heads, i = row % a.q_len;
+  float *out = a.out + b * a.o_strides[0] + h * a.o_strides[1] + i * a.o_strides[2];
+  const float lse = AttentionItem<V, Cfg>::finish_row(m, l, acc, a.dv, out);
+  if (a.lse) a.lse[row] = lse;
+  if (a.probs) AttentionItem<V, Cfg>::finish_probs(a.probs + row * a.kv_len, a.kv_len, lse, l);
+}
+
+template <class V, class Cfg> KernelStatus attention(const AttentionArgs &a, int threads) {
+  if (a.batch == 0 || a.heads == 0 || a.q_len == 0) return KernelStatus::ok;
+  const AttentionPlan<Cfg> plan(a);
+  const double flops = 2.0 * a.batch * a.heads * a.q_len * static_cast<double>(a.kv_len + 1) *
+                       static_cast<double>(a.dk + a.dv);
+  threads = threads_for_work(threads, flops, 2.0e6);
+  if (plan.items < threads) threads = static_cast<int>(max64(plan.items, 1));
+  const std::int64_t rows_total = a.batch * a.heads * a.q_len;
+  // All scratch up front, so that running out of memory writes nothing.
+  const std::int64_t per_thread = plan.scratch_floats(a) + plan.dv_pad; // + merge row
+  const std::int64_t partial_floats = plan.split() ? rows_total * plan.n_chunks * (a.dv + 2) : 0;
+  Scratch scratch(static_cast<std::size_t>(per_thread * threads + partial_floats));
+  if (!scratch.data()) return KernelStatus::out_of_memory;
+  float *const partial = scratch.data() + per_thread * threads;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    float *mine = scratch.data() + per_thread * omp_thread_id();
+    AttentionItem<V, Cfg> item(a, plan, mine);
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t it = 0; it < plan.items; ++it) item.run(it, partial);
+    if (plan.split()) {
+      float *acc = mine + plan.scratch_floats(a);
+#pragma omp for schedule(static)
+      for (std::int64_t row = 0; row < rows_total; ++row)
+        merge_chunks<V, Cfg>(a, plan, partial, acc, row);
+    }
+  }
+  return KernelStatus::ok;
+}
+
+} // namespace AK_ISA_NS
+} // namespace ak
