@@ -87,8 +87,11 @@ def load(path):
         if b.get("error_occurred"):
             e.error = b.get("error_message", "error")
             continue
-        if "relerr" in b and isinstance(b["relerr"], (int, float)) and not math.isnan(b["relerr"]):
-            e.relerr = b["relerr"]
+        agg = b.get("aggregate_name") if b.get("run_type") == "aggregate" else None
+        rel = b.get("relerr")
+        if (agg in (None, "median") and isinstance(rel, (int, float))
+                and not math.isnan(rel)):
+            e.relerr = rel if e.relerr is None else max(e.relerr, rel)
         if counter not in b:
             continue
         if b.get("run_type") == "aggregate":

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job: build ak_bench (Release) if needed, run every comparison with
+# The main job: install missing packages, build ak_bench (Release) if needed, run every comparison with
 # repetitions, then print the Markdown tables.
 #
 #   bench/run.sh [FILTER] [extra ak_bench arguments...]
@@ -28,6 +28,9 @@ interleave="${AK_BENCH_INTERLEAVE:-1}"
 filter="${1:-}"
 if [ "$#" -gt 0 ]; then shift; fi
 [ "$filter" = "all" ] && filter=""
+
+# Install whatever Debian packages are missing (the peers included).
+"$root/scripts/install-deps.sh" --bench
 
 # Configure once; build every time (a no-op when up to date, and never a stale binary).
 if [ ! -f "$build/CMakeCache.txt" ]; then
