@@ -1,5 +1,6 @@
 // ak_bench entry point: makes sure OpenBLAS picks its own kernels for this CPU,
 // records what was measured (context), registers the benchmarks and runs them.
+#include "bench_attention.hpp"
 #include "bench_common.hpp"
 #include "bench_sgemm.hpp"
 #include "bench_softmax.hpp"
@@ -106,9 +107,14 @@ int main(int argc, char **argv) {
   add("omp_max_threads", std::to_string(omp_get_max_threads()));
   add("scalar_softmax", "std::exp per element, OpenMP over rows, baseline ISA, no fast-math");
   add("sgemm_call", "row-major, alpha=1, beta=0; GB/s counts A+B read once, C written once");
+  add("unfused_attention",
+      "per head: dnnl_sgemm scale*Q*K^T into an L x kv_len scratch, -inf above the diagonal "
+      "(causal), oneDNN softmax primitive in place, dnnl_sgemm P*V (decode: one softmax call "
+      "for all heads' score rows)");
 
   akb::register_sgemm_benchmarks();
   akb::register_softmax_benchmarks();
+  akb::register_attention_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

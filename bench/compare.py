@@ -7,8 +7,9 @@ Reads the file written by `ak_bench --benchmark_out=RESULTS.json
 --benchmark_out_format=json`. With --benchmark_repetitions the median
 aggregate is used (and the coefficient of variation, when present, is shown
 as a noise column); without, the median of the plain runs. Benchmarks are
-named sgemm/<impl>/<shape>/threads:<t> and softmax/<impl>/<shape>/threads:<t>;
-anything else in the file is ignored. Standard library only.
+named <kind>/<impl>/<shape>/threads:<t> with kind sgemm, softmax, attention
+(prefill), decode or membw (the streaming-read reference); anything else in
+the file is ignored. Standard library only.
 """
 
 import argparse
@@ -19,15 +20,21 @@ import statistics
 import sys
 from collections import OrderedDict
 
-NAME_RE = re.compile(r"^(sgemm|softmax)/([^/]+)/([^/]+)/threads:(\d+)(?:/|$)")
+NAME_RE = re.compile(
+    r"^(sgemm|softmax|attention|decode|membw)/([^/]+)/([^/]+)/threads:(\d+)(?:/|$)")
 
+# Every kind, in the order of the report.
+ALL_KINDS = ["sgemm", "softmax", "attention", "decode", "membw"]
+# Counters kept per benchmark (rates, per second).
+COUNTERS = ["flops", "bytes"]
 # (kind) -> counter shown, its scale, the implementations in column order
+# (the three-way comparison tables).
 KINDS = {
     "sgemm": ("flops", 1e9, ["attnkern", "onednn", "openblas"]),
     "softmax": ("bytes", 1e9, ["attnkern", "onednn", "scalar"]),
 }
 PRETTY = {"attnkern": "attnkern", "onednn": "oneDNN", "openblas": "OpenBLAS",
-          "scalar": "scalar"}
+          "scalar": "scalar", "unfused_onednn": "unfused oneDNN"}
 
 CONTEXT_KEYS = [
     ("cpu_model", "CPU"),
@@ -41,6 +48,7 @@ CONTEXT_KEYS = [
     ("onednn_version", "oneDNN version"),
     ("onednn_isa", "oneDNN ISA"),
     ("scalar_softmax", "scalar softmax"),
+    ("unfused_attention", "unfused attention"),
     ("date", "date"),
     ("load_avg", "load average at start"),
     ("library_build_type", "Google Benchmark library build"),
@@ -49,21 +57,23 @@ CONTEXT_KEYS = [
 
 class Entry:
     def __init__(self):
-        self.runs = []      # plain iteration values of the counter
-        self.median = None  # median aggregate of the counter
-        self.cv = None      # coefficient of variation aggregate (fraction)
+        self.runs = {}      # counter -> plain iteration values
+        self.median = {}    # counter -> median aggregate
+        self.cv = None      # coefficient of variation aggregate of the time (fraction)
         self.error = None
         self.relerr = None
+        self.maxdiff = None  # attention/decode: max |attnkern - unfused|
+        self.refdiff = None  # attention/decode: max |x - double reference rows|
         self.label = ""
         self.order = None   # family_index: registration order
 
-    def value(self):
+    def value(self, counter):
         if self.error is not None:
             return None
-        if self.median is not None:
-            return self.median
-        if self.runs:
-            return statistics.median(self.runs)
+        if counter in self.median:
+            return self.median[counter]
+        if self.runs.get(counter):
+            return statistics.median(self.runs[counter])
         return None
 
 
@@ -77,7 +87,6 @@ def load(path):
         if not m:
             continue
         kind, impl, shape, threads = m.group(1), m.group(2), m.group(3), int(m.group(4))
-        counter = KINDS[kind][0]
         e = entries.setdefault((kind, shape, threads), {}).setdefault(impl, Entry())
         if "family_index" in b:
             e.order = b["family_index"]
@@ -88,22 +97,26 @@ def load(path):
             e.error = b.get("error_message", "error")
             continue
         agg = b.get("aggregate_name") if b.get("run_type") == "aggregate" else None
-        rel = b.get("relerr")
-        if (agg in (None, "median") and isinstance(rel, (int, float))
-                and not math.isnan(rel)):
-            e.relerr = rel if e.relerr is None else max(e.relerr, rel)
-        if counter not in b:
-            continue
+        if agg in (None, "median"):
+            for attr in ("relerr", "maxdiff", "refdiff"):
+                x = b.get(attr)
+                if isinstance(x, (int, float)) and not math.isnan(x):
+                    cur = getattr(e, attr)
+                    setattr(e, attr, x if cur is None else max(cur, x))
         if b.get("run_type") == "aggregate":
             agg = b.get("aggregate_name")
             if agg == "median":
-                e.median = b[counter]
+                for c in COUNTERS:
+                    if c in b:
+                        e.median[c] = b[c]
             elif agg == "cv":
                 # The cv of the time: Google Benchmark 1.7.1 writes a
                 # meaningless cv for user counters into the JSON.
                 e.cv = b.get("real_time")
         else:
-            e.runs.append(b[counter])
+            for c in COUNTERS:
+                if c in b:
+                    e.runs.setdefault(c, []).append(b[c])
     # Registration order (shape by shape, threads, implementation), whatever
     # order the runs were made in (--benchmark_enable_random_interleaving).
     def first(item):
@@ -165,7 +178,7 @@ def table(kind, entries, has_cv):
         vals = []
         for i in impls:
             e = by_impl.get(i)
-            v = e.value() if e else None
+            v = e.value(counter) if e else None
             vals.append(None if v is None else v / scale)
         r1, r2 = ratio(vals[0], vals[1]), ratio(vals[0], vals[2])
         cells = [shape]
@@ -208,6 +221,152 @@ def table(kind, entries, has_cv):
     return lines
 
 
+def cell(by_impl, impl, counter, scale):
+    """(text, value) of one implementation's counter in a row."""
+    e = by_impl.get(impl)
+    if e is None:
+        return "—", None
+    if e.error:
+        return "ERR", None
+    v = e.value(counter)
+    v = None if v is None else v / scale
+    return fmt(v), v
+
+
+def summary_row(title, rows, pick, ncols_before, nvals, nratios, has_cv):
+    """Geometric means of the value and ratio columns of the picked rows that
+    have every number."""
+    sel = [r for r in rows if pick(r) and all(v is not None for v in r["vals"] + r["ratios"])]
+    if not sel:
+        return None
+    cells = [f"**{title}** ({len(sel)})"] + [""] * (ncols_before - 1)
+    cells += [fmt(geomean([r["vals"][j] for r in sel])) for j in range(nvals)]
+    cells += [fmt(geomean([r["ratios"][j] for r in sel]), 2) for j in range(nratios)]
+    if has_cv:
+        cells.append("")
+    return "| " + " | ".join(cells) + " |"
+
+
+ATTN_RE = re.compile(r"^d(\d+)_L(\d+)_(causal|nomask)$")
+DECODE_RE = re.compile(r"^h(\d+)_kvh(\d+)_d(\d+)_kv(\d+)$")
+UNFUSED = "unfused_onednn"
+
+
+def attention_table(entries, has_cv):
+    head = ["d", "L", "mask", "thr", "attnkern GFLOP/s", "unfused oneDNN GFLOP/s",
+            "attnkern/unfused"]
+    if has_cv:
+        head.append("max cv")
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join(["---:"] * 2 + ["---"] + ["---:"] * (len(head) - 3)) + "|"]
+    rows = []
+    for (kind, shape, threads), by_impl in entries.items():
+        if kind != "attention":
+            continue
+        m = ATTN_RE.match(shape)
+        d, L, mask = m.groups() if m else ("?", shape, "?")
+        ta, va = cell(by_impl, "attnkern", "flops", 1e9)
+        tu, vu = cell(by_impl, UNFUSED, "flops", 1e9)
+        r = ratio(va, vu)
+        cells = [d, L, mask, str(threads), ta, tu, fmt(r, 2)]
+        if has_cv:
+            cells.append(noise(by_impl))
+        lines.append("| " + " | ".join(cells) + " |")
+        rows.append({"mask": mask, "d": d, "thr": threads, "vals": [va, vu], "ratios": [r]})
+    threads = sorted({r["thr"] for r in rows})
+    for mask in ("nomask", "causal"):
+        for t in threads:
+            line = summary_row(f"geomean {mask}, {t} thr", rows,
+                               lambda r, mask=mask, t=t: r["mask"] == mask and r["thr"] == t,
+                               4, 2, 1, has_cv)
+            if line:
+                lines.append(line)
+    for t in threads:
+        line = summary_row(f"geomean {t} thr", rows, lambda r, t=t: r["thr"] == t,
+                           4, 2, 1, has_cv)
+        if line:
+            lines.append(line)
+    line = summary_row("geomean all", rows, lambda r: True, 4, 2, 1, has_cv)
+    if line:
+        lines.append(line)
+    return lines
+
+
+def membw_by_threads(entries):
+    """threads -> streaming-read GB/s (the first membw/read benchmark)."""
+    bw = {}
+    for (kind, shape, threads), by_impl in entries.items():
+        if kind == "membw" and threads not in bw:
+            e = by_impl.get("read")
+            v = e.value("bytes") if e else None
+            if v is not None:
+                bw[threads] = v / 1e9
+    return bw
+
+
+def decode_table(entries, has_cv):
+    bw = membw_by_threads(entries)
+    head = ["heads/kv heads", "d", "kv_len", "thr", "attnkern GB/s", "unfused oneDNN GB/s",
+            "attnkern % of read BW", "unfused % of read BW", "attnkern/unfused",
+            "attnkern GFLOP/s", "unfused GFLOP/s"]
+    if has_cv:
+        head.append("max cv")
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+    rows = []
+    for (kind, shape, threads), by_impl in entries.items():
+        if kind != "decode":
+            continue
+        m = DECODE_RE.match(shape)
+        if m:
+            h, kvh, d, n = m.groups()
+            heads = f"{h}/{kvh}" + (" (GQA)" if int(kvh) < int(h) else "")
+        else:
+            heads, d, n = shape, "?", "?"
+        ta, va = cell(by_impl, "attnkern", "bytes", 1e9)
+        tu, vu = cell(by_impl, UNFUSED, "bytes", 1e9)
+        fa, _ = cell(by_impl, "attnkern", "flops", 1e9)
+        fu, _ = cell(by_impl, UNFUSED, "flops", 1e9)
+        ref = bw.get(threads)
+        pa = ratio(va, ref)
+        pu = ratio(vu, ref)
+        r = ratio(va, vu)
+        cells = [heads, d, n, str(threads), ta, tu,
+                 "—" if pa is None else f"{100 * pa:.0f}%",
+                 "—" if pu is None else f"{100 * pu:.0f}%", fmt(r, 2), fa, fu]
+        if has_cv:
+            cells.append(noise(by_impl))
+        lines.append("| " + " | ".join(cells) + " |")
+        rows.append({"thr": threads, "vals": [va, vu], "ratios": [r]})
+    for t in sorted({r["thr"] for r in rows}):
+        sel = [r for r in rows if r["thr"] == t and None not in r["vals"] + r["ratios"]]
+        if not sel:
+            continue
+        cells = [f"**geomean {t} thr** ({len(sel)})", "", "", ""]
+        cells += [fmt(geomean([r["vals"][j] for r in sel])) for j in range(2)]
+        cells += ["", "", fmt(geomean([r["ratios"][0] for r in sel]), 2), "", ""]
+        if has_cv:
+            cells.append("")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def membw_table(entries, has_cv):
+    head = ["benchmark", "thr", "GB/s"] + (["cv"] if has_cv else [])
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+    for (kind, shape, threads), by_impl in entries.items():
+        if kind != "membw":
+            continue
+        for impl, e in by_impl.items():
+            t, _ = cell(by_impl, impl, "bytes", 1e9)
+            cells = [f"membw/{impl}/{shape}", str(threads), t]
+            if has_cv:
+                cells.append("—" if e.cv is None else f"{100 * e.cv:.1f}%")
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def render(context, entries, reps):
     out = []
     out.append("### Context")
@@ -223,14 +382,31 @@ def render(context, entries, reps):
     how = (f"median of {rep} repetitions" if rep > 1 else "single run (no repetitions)")
     out.append(f"- statistic: {how}; ratios > 1 mean attnkern is faster")
     out.append("")
-    kinds = [k for k in KINDS if any(key[0] == k for key in entries)]
+    kinds = [k for k in ALL_KINDS if any(key[0] == k for key in entries)]
     for kind in kinds:
         if kind == "sgemm":
             out.append("### SGEMM (GFLOP/s = 2mnk / real time)")
-        else:
+            out.append("")
+            out += table(kind, entries, has_cv)
+        elif kind == "softmax":
             out.append("### Softmax (GB/s = 2·rows·cols·4 bytes / real time)")
-        out.append("")
-        out += table(kind, entries, has_cv)
+            out.append("")
+            out += table(kind, entries, has_cv)
+        elif kind == "attention":
+            out.append("### Attention prefill (batch 1, 8 heads, q_len = kv_len = L; "
+                       "GFLOP/s = useful FLOPs 8·2·L²·2d, halved for causal / real time)")
+            out.append("")
+            out += attention_table(entries, has_cv)
+        elif kind == "decode":
+            out.append("### Attention decode (q_len 1, 32 query heads; GB/s = K and V "
+                       "read once, 2·kv_heads·kv_len·d·4 bytes / real time; "
+                       "% of the membw streaming-read GB/s at the same thread count)")
+            out.append("")
+            out += decode_table(entries, has_cv)
+        else:
+            out.append("### Memory bandwidth reference (streaming read, GB/s)")
+            out.append("")
+            out += membw_table(entries, has_cv)
         out.append("")
     # Agreement check and errors.
     worst = {}
@@ -248,6 +424,24 @@ def render(context, entries, reps):
             v, where = worst[kind]
             out.append(f"- {kind} agreement: largest max-rel-diff to the closest peer "
                        f"{v:.2g} ({where})")
+    for kind in ("attention", "decode"):
+        if kind not in kinds:
+            continue
+        md = [(e.maxdiff, f"{shape} threads:{threads}")
+              for (k, shape, threads), by in entries.items() if k == kind
+              for e in by.values() if e.maxdiff is not None and not e.error]
+        if md:
+            v, where = max(md)
+            parts = []
+            for impl in ("attnkern", UNFUSED):
+                rd = [e.refdiff for (k, _, _), by in entries.items() if k == kind
+                      for i, e in by.items() if i == impl and e.refdiff is not None
+                      and not e.error]
+                if rd:
+                    parts.append(f"{PRETTY[impl]} {max(rd):.2g}")
+            out.append(f"- {kind} agreement: largest max-abs-diff attnkern vs unfused "
+                       f"{v:.2g} ({where}); largest max-abs-diff to rows computed in "
+                       f"double: " + ", ".join(parts))
     if errors:
         out.append("")
         out.append("**Errors (no number reported):**")
@@ -258,7 +452,7 @@ def render(context, entries, reps):
                 seen.add(line)
                 out.append(f"- {line}")
     if not entries:
-        out.append("(no sgemm/ or softmax/ benchmarks in this file)")
+        out.append("(no sgemm/, softmax/, attention/, decode/ or membw/ benchmarks in this file)")
     return "\n".join(out) + "\n"
 
 

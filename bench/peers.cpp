@@ -36,6 +36,14 @@ bool onednn_sgemm(bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                     0.0f, c, ldc) == dnnl_success;
 }
 
+bool onednn_sgemm_alpha(bool trans_b, std::int64_t m, std::int64_t n,
+                        std::int64_t k, float alpha, const float *a,
+                        std::int64_t lda, const float *b, std::int64_t ldb,
+                        float *c, std::int64_t ldc) {
+  return dnnl_sgemm('N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
+                    0.0f, c, ldc) == dnnl_success;
+}
+
 // ----------------------------------------------------------- softmax
 
 namespace {

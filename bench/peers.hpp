@@ -22,11 +22,18 @@ bool openblas_sgemm(bool trans_b, std::int64_t m, std::int64_t n,
 bool onednn_sgemm(bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                   const float *a, std::int64_t lda, const float *b,
                   std::int64_t ldb, float *c, std::int64_t ldc);
+// dnnl_sgemm with any alpha (beta 0): C = alpha * A * op(B). The unfused
+// attention path uses it for scale * Q K^T.
+bool onednn_sgemm_alpha(bool trans_b, std::int64_t m, std::int64_t n,
+                        std::int64_t k, float alpha, const float *a,
+                        std::int64_t lda, const float *b, std::int64_t ldb,
+                        float *c, std::int64_t ldc);
 
 // ----------------------------------------------------------- softmax
 // oneDNN softmax (v2 API, accurate) over axis 1 of a dense rows x cols f32
 // matrix in plain row-major layout, y = softmax(x). The engine and stream are
-// created once per process; the primitive once per object.
+// created once per process; the primitive once per object. x may equal y
+// (in place; the unfused attention path softmaxes its score matrix in place).
 class OnednnSoftmax {
 public:
   OnednnSoftmax(std::int64_t rows, std::int64_t cols, const float *x, float *y);

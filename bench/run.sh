@@ -4,7 +4,8 @@
 #
 #   bench/run.sh [FILTER] [extra ak_bench arguments...]
 #
-#   FILTER   a --benchmark_filter regex, e.g. 'sgemm/.*/nn_' or 'softmax'
+#   FILTER   a --benchmark_filter regex, e.g. 'sgemm/.*/nn_', 'softmax' or
+#            'attention|decode|membw'
 #            ('' or 'all' runs everything)
 #
 # Environment:

@@ -16,7 +16,8 @@ namespace {
 // A [batch, heads, seq, dim] tensor with [batch, head, seq] strides and a
 // contiguous dim axis.
 struct TensorSpec {
-  const char *name;
+  const char *name;         // the pointer argument, e.g. "out"
+  const char *strides_name; // its descriptor field, e.g. "o_strides"
   std::int64_t extents[3]; // batch, heads, seq
   std::int64_t dim;
   std::int64_t strides[3];
@@ -33,12 +34,12 @@ std::int64_t check_tensor(ArgCheck &ck, TensorSpec &t, bool is_output) {
   }
   for (int i = 0; i < 3; ++i)
     if (t.strides[i] < 0)
-      ck.fail(AK_ERR_BAD_STRIDE, "%s_strides[%d] = %lld is negative", t.name, i,
+      ck.fail(AK_ERR_BAD_STRIDE, "%s[%d] = %lld is negative", t.strides_name, i,
               static_cast<long long>(t.strides[i]));
   if (!ck.ok()) return 0;
   if (t.extents[2] > 1 && t.strides[2] < t.dim)
-    ck.fail(AK_ERR_BAD_STRIDE, "%s_strides[2] (seq) = %lld is smaller than the row length %lld",
-            t.name, static_cast<long long>(t.strides[2]), static_cast<long long>(t.dim));
+    ck.fail(AK_ERR_BAD_STRIDE, "%s[2] (seq) = %lld is smaller than the row length %lld",
+            t.strides_name, static_cast<long long>(t.strides[2]), static_cast<long long>(t.dim));
   if (is_output && ck.ok()) {
     // Distinct (batch, head, seq) rows must not overlap: taking the axes by
     // increasing stride, each stride must clear everything below it.
@@ -51,7 +52,7 @@ std::int64_t check_tensor(ArgCheck &ck, TensorSpec &t, bool is_output) {
       if (t.extents[axis] <= 1) continue;
       if (t.strides[axis] < span) {
         ck.fail(AK_ERR_BAD_STRIDE,
-                "%s_strides[%d] = %lld makes output rows overlap (needs >= %lld)", t.name, axis,
+                "%s[%d] = %lld makes output rows overlap (needs >= %lld)", t.strides_name, axis,
                 static_cast<long long>(t.strides[axis]), static_cast<long long>(span));
         return 0;
       }
@@ -105,10 +106,10 @@ ak_status attention_api(const ak_attention_desc *d, const float *q, const float 
   if (!ck.ok()) return ck.result();
 
   const std::int64_t dv = d->head_dim_v ? d->head_dim_v : d->head_dim;
-  TensorSpec tq{"q", {d->batch, d->num_heads, d->q_len}, d->head_dim, {}};
-  TensorSpec tk{"k", {d->batch, d->num_kv_heads, d->kv_len}, d->head_dim, {}};
-  TensorSpec tv{"v", {d->batch, d->num_kv_heads, d->kv_len}, dv, {}};
-  TensorSpec to{"o", {d->batch, d->num_heads, d->q_len}, dv, {}};
+  TensorSpec tq{"q", "q_strides", {d->batch, d->num_heads, d->q_len}, d->head_dim, {}};
+  TensorSpec tk{"k", "k_strides", {d->batch, d->num_kv_heads, d->kv_len}, d->head_dim, {}};
+  TensorSpec tv{"v", "v_strides", {d->batch, d->num_kv_heads, d->kv_len}, dv, {}};
+  TensorSpec to{"out", "o_strides", {d->batch, d->num_heads, d->q_len}, dv, {}};
   std::memcpy(tq.strides, d->q_strides, sizeof tq.strides);
   std::memcpy(tk.strides, d->k_strides, sizeof tk.strides);
   std::memcpy(tv.strides, d->v_strides, sizeof tv.strides);
@@ -123,7 +124,7 @@ ak_status attention_api(const ak_attention_desc *d, const float *q, const float 
       if (d->bias_strides[i] < 0)
         ck.fail(AK_ERR_BAD_STRIDE, "bias_strides[%d] = %lld is negative", i,
                 static_cast<long long>(d->bias_strides[i]));
-    TensorSpec tb{"bias", {d->batch, d->num_heads, d->q_len}, d->kv_len, {}};
+    TensorSpec tb{"bias", "bias_strides", {d->batch, d->num_heads, d->q_len}, d->kv_len, {}};
     std::memcpy(tb.strides, d->bias_strides, sizeof tb.strides);
     if (ck.ok() && rows > 0 && d->kv_len > 0) {
       ext_bias = d->kv_len;

@@ -157,14 +157,21 @@ AK_API void ak_attention_desc_init(ak_attention_desc *d);
        diagonal), hi(i) = d(i) for the causal masks (else unbounded),
        further limited to d(i) + window_right if window_right >= 0, and
        lo(i) = d(i) - window_left if window_left >= 0 (else 0),
-   and bias[b,h,i,j] != -inf. A query with no visible key gets out = 0,
-   lse = -inf and probs = 0. Keys and values at positions not visible to a
-   query never reach that query's output (NaN or Inf stored there is
-   harmless); a NaN in a visible entry makes that query's row NaN.
+   and bias[b,h,i,j] != -inf. Windows align like the mask: with
+   AK_MASK_NONE they are measured from d(i) = i (top-left), so a decode
+   step with a window should use AK_MASK_CAUSAL_BOTTOM_RIGHT. A query with
+   no visible key gets out = 0, lse = -inf and probs = 0. Keys and values
+   at positions not visible to a query never reach that query's output (NaN
+   or Inf stored there is harmless); a NaN in a visible q, k or bias entry
+   makes that query's output row NaN, a NaN in a visible v entry the output
+   entries it feeds. lse = log sum_j exp(scale q.k_j + bias_j) over the
+   visible keys. struct_size must equal sizeof(ak_attention_desc) of this
+   header version.
    Strides: q_strides etc. give the [batch, head, seq] strides of a tensor
    whose last (head_dim) axis is contiguous; all three 0 means contiguous
-   [batch, heads, seq, dim]. bias_strides may hold 0 to broadcast; the bias
-   kv axis is contiguous. lse is contiguous [batch, num_heads, q_len], probs
+   [batch, heads, seq, dim]. bias_strides are taken as given (0 broadcasts
+   along that axis; all three 0 is one [kv_len] row for every query); the
+   bias kv axis is contiguous. lse is contiguous [batch, num_heads, q_len], probs
    contiguous [batch, num_heads, q_len, kv_len]. */
 AK_API ak_status ak_attention(const ak_attention_desc *d, const float *q,
                               const float *k, const float *v, float *out);

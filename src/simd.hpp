@@ -90,8 +90,10 @@ template <class Arch> struct XsimdVec {
   }
   static reg round(reg a) { return xsimd::nearbyint(a); }
   static reg lt_select(reg a, reg b, reg t, reg f) { return xsimd::select(a < b, t, f); }
+  // probe == probe is false exactly for NaN. (Not probe != probe: xsimd 8.1
+  // compiles != to an ordered compare on AVX/AVX-512, false for NaN too.)
   static reg nan_select(reg probe, reg if_nan, reg other) {
-    return xsimd::select(probe != probe, if_nan, other);
+    return xsimd::select(probe == probe, other, if_nan);
   }
   static reg pow2i(reg n) {
     const ireg bits = (xsimd::to_int(n) + ireg(127)) << 23;

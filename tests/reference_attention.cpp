@@ -11,8 +11,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-Strides3 resolve(const std::int64_t s[3], std::int64_t heads, std::int64_t len,
-                 std::int64_t dim) {
+Strides3 resolve(const std::int64_t s[3], std::int64_t heads, std::int64_t len, std::int64_t dim) {
   if (s[0] == 0 && s[1] == 0 && s[2] == 0) return {heads * len * dim, len * dim, dim};
   return {s[0], s[1], s[2]};
 }
@@ -52,8 +51,10 @@ AttentionResult attention_impl(const ak_attention_desc &d, const T *q, const T *
             dot += static_cast<double>(qi[c]) * static_cast<double>(kj[c]);
           const double s = g.scale * dot + (bias ? static_cast<double>(bias[j]) : 0.0);
           logit[idx(j)] = s;
-          if (std::isnan(s)) nan = true;
-          else m = std::max(m, s);
+          if (std::isnan(s))
+            nan = true;
+          else
+            m = std::max(m, s);
         }
         if (!any) continue; // out 0, lse -inf, probs 0
         double *out = &r.out[idx(row * dv)];
@@ -110,8 +111,7 @@ KeyRange visible_key_range(const ak_attention_desc &d, std::int64_t b, std::int6
   return {begin, end};
 }
 
-const float *bias_row(const ak_attention_desc &d, std::int64_t b, std::int64_t h,
-                      std::int64_t i) {
+const float *bias_row(const ak_attention_desc &d, std::int64_t b, std::int64_t h, std::int64_t i) {
   if (!d.bias) return nullptr;
   return d.bias + b * d.bias_strides[0] + h * d.bias_strides[1] + i * d.bias_strides[2];
 }

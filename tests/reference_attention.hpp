@@ -36,8 +36,7 @@ struct KeyRange {
 KeyRange visible_key_range(const ak_attention_desc &d, std::int64_t b, std::int64_t i);
 
 // The bias row of (b, h, i) (kv contiguous), or nullptr without a bias.
-const float *bias_row(const ak_attention_desc &d, std::int64_t b, std::int64_t h,
-                      std::int64_t i);
+const float *bias_row(const ak_attention_desc &d, std::int64_t b, std::int64_t h, std::int64_t i);
 
 // Whether key j reaches query i of head h in batch b: by position and bias.
 bool key_visible(const ak_attention_desc &d, std::int64_t b, std::int64_t h, std::int64_t i,
