@@ -298,8 +298,10 @@ const Verdict &verdict_for(const AttnShape &s, int threads) {
   for (int i = 0; i < 2; ++i) {
     char msg[400];
     if (!ran[i]) {
-      const std::string why =
-          i == kAttnkern ? std::string(ak_last_error()) : softmax_for(s, threads).error();
+      std::string why = i == kAttnkern ? std::string(ak_last_error())
+                                       : softmax_for(s, threads).error();
+      if (why.empty()) why = i == kAttnkern ? "ak_attention returned an error"
+                                            : "dnnl_sgemm or the softmax returned an error";
       std::snprintf(msg, sizeof msg, "%s %s %s failed: %s", kImplNames[i], s.kind(),
                     s.label().c_str(), why.c_str());
       v.error[i] = msg;

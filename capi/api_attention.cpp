@@ -18,7 +18,7 @@ namespace {
 struct TensorSpec {
   const char *name;         // the pointer argument, e.g. "out"
   const char *strides_name; // its descriptor field, e.g. "o_strides"
-  std::int64_t extents[3]; // batch, heads, seq
+  std::int64_t extents[3];  // batch, heads, seq
   std::int64_t dim;
   std::int64_t strides[3];
 };
@@ -51,9 +51,9 @@ std::int64_t check_tensor(ArgCheck &ck, TensorSpec &t, bool is_output) {
     for (int axis : order) {
       if (t.extents[axis] <= 1) continue;
       if (t.strides[axis] < span) {
-        ck.fail(AK_ERR_BAD_STRIDE,
-                "%s[%d] = %lld makes output rows overlap (needs >= %lld)", t.strides_name, axis,
-                static_cast<long long>(t.strides[axis]), static_cast<long long>(span));
+        ck.fail(AK_ERR_BAD_STRIDE, "%s[%d] = %lld makes output rows overlap (needs >= %lld)",
+                t.strides_name, axis, static_cast<long long>(t.strides[axis]),
+                static_cast<long long>(span));
         return 0;
       }
       span = ck.product(t.name, t.extents[axis] - 1, t.strides[axis]) + span;
@@ -71,8 +71,8 @@ std::int64_t check_tensor(ArgCheck &ck, TensorSpec &t, bool is_output) {
   return span;
 }
 
-ak_status attention_api(const ak_attention_desc *d, const float *q, const float *k,
-                        const float *v, float *out) {
+ak_status attention_api(const ak_attention_desc *d, const float *q, const float *k, const float *v,
+                        float *out) {
   ArgCheck ck("ak_attention");
   if (!d) return ck.fail(AK_ERR_NULL_POINTER, "the descriptor d is NULL").result();
   if (d->struct_size != sizeof(ak_attention_desc))
@@ -89,9 +89,9 @@ ak_status attention_api(const ak_attention_desc *d, const float *q, const float 
   if (d->num_heads > 0 && (d->num_kv_heads == 0 || d->num_heads % d->num_kv_heads != 0))
     ck.fail(AK_ERR_BAD_SHAPE, "num_heads = %lld is not a multiple of num_kv_heads = %lld",
             static_cast<long long>(d->num_heads), static_cast<long long>(d->num_kv_heads));
-  const std::int64_t rows = ck.product("batch * num_heads * q_len",
-                                       ck.product("batch * num_heads", d->batch, d->num_heads),
-                                       d->q_len);
+  const std::int64_t rows =
+      ck.product("batch * num_heads * q_len",
+                 ck.product("batch * num_heads", d->batch, d->num_heads), d->q_len);
   if (rows > 0 && d->head_dim == 0)
     ck.fail(AK_ERR_BAD_SHAPE, "head_dim = 0: queries need at least one dimension");
   if (!(std::isfinite(d->scale) && d->scale >= 0.0f))
@@ -128,14 +128,16 @@ ak_status attention_api(const ak_attention_desc *d, const float *q, const float 
     std::memcpy(tb.strides, d->bias_strides, sizeof tb.strides);
     if (ck.ok() && rows > 0 && d->kv_len > 0) {
       ext_bias = d->kv_len;
-      for (int i = 0; i < 3; ++i)
-        ext_bias += ck.product("bias", tb.extents[i] - 1, tb.strides[i]);
+      for (int i = 0; i < 3; ++i) ext_bias += ck.product("bias", tb.extents[i] - 1, tb.strides[i]);
     }
   }
   const std::int64_t ext_lse = rows;
-  const std::int64_t ext_probs = ck.product("probs (batch * num_heads * q_len * kv_len)", rows,
-                                            d->kv_len);
-  ck.pointer("q", q, ext_q).pointer("k", k, ext_k).pointer("v", v, ext_v).pointer("out", out, ext_o);
+  const std::int64_t ext_probs =
+      ck.product("probs (batch * num_heads * q_len * kv_len)", rows, d->kv_len);
+  ck.pointer("q", q, ext_q)
+      .pointer("k", k, ext_k)
+      .pointer("v", v, ext_v)
+      .pointer("out", out, ext_o);
   if (!ck.ok()) return ck.result();
   if (d->kv_lens && d->batch > 0) {
     for (std::int64_t b = 0; b < d->batch; ++b)
@@ -152,8 +154,9 @@ ak_status attention_api(const ak_attention_desc *d, const float *q, const float 
   AttentionArgs args{};
   args.batch = d->batch, args.heads = d->num_heads, args.kv_heads = d->num_kv_heads;
   args.q_len = d->q_len, args.kv_len = d->kv_len, args.dk = d->head_dim, args.dv = dv;
-  args.scale = d->scale != 0.0f ? d->scale
-                                : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d->head_dim)));
+  args.scale = d->scale != 0.0f
+                   ? d->scale
+                   : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d->head_dim)));
   args.mask = d->mask;
   // A window wider than both sequences is no window; clamping keeps the
   // kernel's index arithmetic far from overflow.
@@ -183,12 +186,15 @@ ak_status mha_api(std::int64_t n_tokens, std::int64_t d_model, std::int64_t num_
     ck.fail(AK_ERR_BAD_ARGUMENT, "mask = %d is not an ak_mask value (0, 1 or 2)", mask);
   if (!ck.ok()) return ck.result();
   const std::int64_t rows = ck.product("num_heads * n_tokens", num_heads, n_tokens);
-  if (rows > 0 && d_k == 0) ck.fail(AK_ERR_BAD_SHAPE, "d_k = 0: queries need at least one dimension");
+  if (rows > 0 && d_k == 0)
+    ck.fail(AK_ERR_BAD_SHAPE, "d_k = 0: queries need at least one dimension");
   const std::int64_t ext_x = ck.product("x (n_tokens * d_model)", n_tokens, d_model);
-  const std::int64_t ext_wk = ck.product("w_q (num_heads * d_model * d_k)",
-                                         ck.product("num_heads * d_model", num_heads, d_model), d_k);
-  const std::int64_t ext_wv = ck.product("w_v (num_heads * d_model * d_v)",
-                                         ck.product("num_heads * d_model", num_heads, d_model), d_v);
+  const std::int64_t ext_wk =
+      ck.product("w_q (num_heads * d_model * d_k)",
+                 ck.product("num_heads * d_model", num_heads, d_model), d_k);
+  const std::int64_t ext_wv =
+      ck.product("w_v (num_heads * d_model * d_v)",
+                 ck.product("num_heads * d_model", num_heads, d_model), d_v);
   const std::int64_t ext_qk = ck.product("num_heads * n_tokens * d_k", rows, d_k);
   const std::int64_t ext_out = ck.product("out (num_heads * n_tokens * d_v)", rows, d_v);
   ck.pointer("x", x, ext_x).pointer("w_q", w_q, ext_wk).pointer("w_k", w_k, ext_wk);
@@ -203,8 +209,9 @@ ak_status mha_api(std::int64_t n_tokens, std::int64_t d_model, std::int64_t num_
   const int threads = threads_for_call();
   // Per head: [n_tokens, d_model] x [d_model, d] -> [n_tokens, d]; x is shared.
   auto project = [&](const float *w, std::int64_t d, float *dst) {
-    const GemmArgs g{false, false, n_tokens, d, d_model, 1.0f, x, d_model > 0 ? d_model : 1,
-                     w, d > 0 ? d : 1, 0.0f, dst, d > 0 ? d : 1};
+    const GemmArgs g{
+        false, false,         n_tokens, d,   d_model,      1.0f, x, d_model > 0 ? d_model : 1,
+        w,     d > 0 ? d : 1, 0.0f,     dst, d > 0 ? d : 1};
     return kt.sgemm(g, GemmBatch{num_heads, 0, d_model * d, n_tokens * d}, threads);
   };
   if (project(w_q, d_k, qh) != KernelStatus::ok || project(w_k, d_k, kh) != KernelStatus::ok ||
@@ -244,7 +251,8 @@ void ak_attention_desc_init(ak_attention_desc *d) {
 
 ak_status ak_attention(const ak_attention_desc *d, const float *q, const float *k, const float *v,
                        float *out) {
-  return ak::capi::guarded("ak_attention", [&] { return ak::capi::attention_api(d, q, k, v, out); });
+  return ak::capi::guarded("ak_attention",
+                           [&] { return ak::capi::attention_api(d, q, k, v, out); });
 }
 
 ak_status ak_mha_self_attention(int64_t n_tokens, int64_t d_model, int64_t num_heads, int64_t d_k,

@@ -26,7 +26,8 @@ int ak_isa_supported(const char *name) {
 ak_status ak_set_isa(const char *name) {
   return ak::capi::guarded("ak_set_isa", [&] {
     switch (ak::select_isa(name)) {
-    case ak::IsaChoice::ok: return AK_OK;
+    case ak::IsaChoice::ok:
+      return AK_OK;
     case ak::IsaChoice::unknown_name:
       return ak::capi::fail(AK_ERR_BAD_ARGUMENT,
                             "ak_set_isa: unknown instruction set \"%.64s\" (expected auto, avx512, "

@@ -40,8 +40,8 @@ GemmExtents check_gemm(ArgCheck &ck, int ta_raw, int tb_raw, std::int64_t m, std
 }
 
 // Floats spanned by `count` matrices of `extent` floats placed `stride` apart.
-std::int64_t batch_extent(ArgCheck &ck, const char *name, std::int64_t count,
-                          std::int64_t stride, std::int64_t extent) {
+std::int64_t batch_extent(ArgCheck &ck, const char *name, std::int64_t count, std::int64_t stride,
+                          std::int64_t extent) {
   if (count <= 0 || extent == 0) return 0;
   const std::int64_t span = ck.product(name, count - 1, stride);
   if (!ck.ok()) return 0;
@@ -75,8 +75,8 @@ ak_status ak_sgemm(ak_trans ta, ak_trans tb, int64_t m, int64_t n, int64_t k, fl
     const auto e = ak::capi::check_gemm(ck, ta_raw, tb_raw, m, n, k, lda, ldb, ldc);
     ck.pointer("a", a, e.a).pointer("b", b, e.b).pointer("c", c, e.c);
     if (!ck.ok()) return ck.result();
-    const ak::GemmArgs g{ta_raw == AK_TRANS, tb_raw == AK_TRANS, m, n, k, alpha, a, lda, b, ldb,
-                         beta, c, ldc};
+    const ak::GemmArgs g{
+        ta_raw == AK_TRANS, tb_raw == AK_TRANS, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
     return ak::capi::run_gemm("ak_sgemm", g, ak::GemmBatch{1, 0, 0, 0});
   });
 }
@@ -91,7 +91,8 @@ ak_status ak_sgemm_strided_batched(ak_trans ta, ak_trans tb, int64_t m, int64_t 
     const auto e = ak::capi::check_gemm(ck, ta_raw, tb_raw, m, n, k, lda, ldb, ldc);
     ck.size("batch", batch);
     if (stride_a < 0 || stride_b < 0 || stride_c < 0)
-      ck.fail(AK_ERR_BAD_STRIDE, "stride_a, stride_b and stride_c must be >= 0 (got %lld, %lld, %lld)",
+      ck.fail(AK_ERR_BAD_STRIDE,
+              "stride_a, stride_b and stride_c must be >= 0 (got %lld, %lld, %lld)",
               static_cast<long long>(stride_a), static_cast<long long>(stride_b),
               static_cast<long long>(stride_c));
     // Distinct products must write distinct C matrices.
@@ -106,8 +107,8 @@ ak_status ak_sgemm_strided_batched(ak_trans ta, ak_trans tb, int64_t m, int64_t 
     ck.pointer("a", a, ta_ext).pointer("b", b, tb_ext).pointer("c", c, tc_ext);
     if (!ck.ok()) return ck.result();
     if (batch == 0) return AK_OK;
-    const ak::GemmArgs g{ta_raw == AK_TRANS, tb_raw == AK_TRANS, m, n, k, alpha, a, lda, b, ldb,
-                         beta, c, ldc};
+    const ak::GemmArgs g{
+        ta_raw == AK_TRANS, tb_raw == AK_TRANS, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
     return ak::capi::run_gemm("ak_sgemm_strided_batched", g,
                               ak::GemmBatch{batch, stride_a, stride_b, stride_c});
   });

@@ -22,8 +22,8 @@ ak_status ak_position_encoding(int64_t max_len, int64_t dim, float base, float *
     for (std::int64_t p = 0; p < max_len; ++p) {
       float *row = out + p * dim;
       for (std::int64_t i = 0; i < pairs; ++i) {
-        const double angle = static_cast<double>(p) *
-                             std::pow(static_cast<double>(base), -2.0 * i / static_cast<double>(dim));
+        const double angle = static_cast<double>(p) * std::pow(static_cast<double>(base),
+                                                               -2.0 * i / static_cast<double>(dim));
         row[2 * i] = static_cast<float>(std::sin(angle));
         row[2 * i + 1] = static_cast<float>(std::cos(angle));
       }

@@ -24,15 +24,24 @@ const char *ak_last_error(void) { return ak::capi::t_last_error; }
 
 const char *ak_status_string(ak_status s) {
   switch (s) {
-  case AK_OK: return "AK_OK: success";
-  case AK_ERR_NULL_POINTER: return "AK_ERR_NULL_POINTER: a required pointer is NULL";
-  case AK_ERR_BAD_SHAPE: return "AK_ERR_BAD_SHAPE: a size is negative or inconsistent";
-  case AK_ERR_BAD_STRIDE: return "AK_ERR_BAD_STRIDE: a leading dimension or stride is too small";
-  case AK_ERR_BAD_ARGUMENT: return "AK_ERR_BAD_ARGUMENT: an argument has an invalid value";
-  case AK_ERR_OVERFLOW: return "AK_ERR_OVERFLOW: a size product overflows";
-  case AK_ERR_OUT_OF_MEMORY: return "AK_ERR_OUT_OF_MEMORY: scratch memory could not be allocated";
-  case AK_ERR_UNSUPPORTED: return "AK_ERR_UNSUPPORTED: not supported by this CPU or build";
-  case AK_ERR_INTERNAL: return "AK_ERR_INTERNAL: internal error";
+  case AK_OK:
+    return "AK_OK: success";
+  case AK_ERR_NULL_POINTER:
+    return "AK_ERR_NULL_POINTER: a required pointer is NULL";
+  case AK_ERR_BAD_SHAPE:
+    return "AK_ERR_BAD_SHAPE: a size is negative or inconsistent";
+  case AK_ERR_BAD_STRIDE:
+    return "AK_ERR_BAD_STRIDE: a leading dimension or stride is too small";
+  case AK_ERR_BAD_ARGUMENT:
+    return "AK_ERR_BAD_ARGUMENT: an argument has an invalid value";
+  case AK_ERR_OVERFLOW:
+    return "AK_ERR_OVERFLOW: a size product overflows";
+  case AK_ERR_OUT_OF_MEMORY:
+    return "AK_ERR_OUT_OF_MEMORY: scratch memory could not be allocated";
+  case AK_ERR_UNSUPPORTED:
+    return "AK_ERR_UNSUPPORTED: not supported by this CPU or build";
+  case AK_ERR_INTERNAL:
+    return "AK_ERR_INTERNAL: internal error";
   }
   return "unknown ak_status value";
 }

@@ -43,8 +43,8 @@ ArgCheck &ArgCheck::leading_dim(const char *name, std::int64_t ld, std::int64_t 
                                 const char *what) {
   const std::int64_t need = min_ld > 1 ? min_ld : 1;
   if (ld < need)
-    fail(AK_ERR_BAD_STRIDE, "%s = %lld is smaller than %lld (%s)", name,
-         static_cast<long long>(ld), static_cast<long long>(need), what);
+    fail(AK_ERR_BAD_STRIDE, "%s = %lld is smaller than %lld (%s)", name, static_cast<long long>(ld),
+         static_cast<long long>(need), what);
   return *this;
 }
 

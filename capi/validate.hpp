@@ -36,8 +36,7 @@ public:
   ArgCheck &size(const char *name, std::int64_t v); // >= 0, else BAD_SHAPE
   ArgCheck &pointer(const char *name, const void *p, std::int64_t extent);
   // ld >= max(1, min_ld), else BAD_STRIDE; `what` explains min_ld.
-  ArgCheck &leading_dim(const char *name, std::int64_t ld, std::int64_t min_ld,
-                        const char *what);
+  ArgCheck &leading_dim(const char *name, std::int64_t ld, std::int64_t min_ld, const char *what);
   // Elements spanned by a rows x cols row-major matrix with leading dimension
   // ld (0 if empty); OVERFLOW if it, or its size in bytes, does not fit.
   std::int64_t matrix_extent(const char *name, std::int64_t rows, std::int64_t cols,

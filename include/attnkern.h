@@ -85,35 +85,34 @@ typedef enum { AK_NO_TRANS = 0, AK_TRANS = 1 } ak_trans;
 /* C = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T, op(A) is m x k,
    op(B) is k x n. beta == 0 ignores C's contents (NaN included); alpha == 0
    or k == 0 never reads A or B. */
-AK_API ak_status ak_sgemm(ak_trans ta, ak_trans tb, int64_t m, int64_t n,
-                          int64_t k, float alpha, const float *a, int64_t lda,
-                          const float *b, int64_t ldb, float beta, float *c,
-                          int64_t ldc);
+AK_API ak_status ak_sgemm(ak_trans ta, ak_trans tb, int64_t m, int64_t n, int64_t k, float alpha,
+                          const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                          float *c, int64_t ldc);
 
 /* batch independent products; matrix i starts at a + i * stride_a etc. A
    stride of 0 for A or B reuses one matrix for every product. C's matrices
    must not overlap. */
-AK_API ak_status ak_sgemm_strided_batched(
-    ak_trans ta, ak_trans tb, int64_t m, int64_t n, int64_t k, float alpha,
-    const float *a, int64_t lda, int64_t stride_a, const float *b, int64_t ldb,
-    int64_t stride_b, float beta, float *c, int64_t ldc, int64_t stride_c,
-    int64_t batch);
+AK_API ak_status ak_sgemm_strided_batched(ak_trans ta, ak_trans tb, int64_t m, int64_t n, int64_t k,
+                                          float alpha, const float *a, int64_t lda,
+                                          int64_t stride_a, const float *b, int64_t ldb,
+                                          int64_t stride_b, float beta, float *c, int64_t ldc,
+                                          int64_t stride_c, int64_t batch);
 
 /* --------------------------------------------------------------- softmax */
 
 /* Row-wise softmax over the last axis of a rows x cols matrix; y may equal x
    (with ldy == ldx). -inf entries get weight 0; an all -inf row gives zeros;
    a NaN (or +inf) makes its row NaN. Entries past cols are never touched. */
-AK_API ak_status ak_softmax(int64_t rows, int64_t cols, const float *x,
-                            int64_t ldx, float *y, int64_t ldy);
+AK_API ak_status ak_softmax(int64_t rows, int64_t cols, const float *x, int64_t ldx, float *y,
+                            int64_t ldy);
 /* Row-wise log(softmax(x)); -inf entries (and every entry of an all -inf
    row) give -inf. */
-AK_API ak_status ak_log_softmax(int64_t rows, int64_t cols, const float *x,
-                                int64_t ldx, float *y, int64_t ldy);
+AK_API ak_status ak_log_softmax(int64_t rows, int64_t cols, const float *x, int64_t ldx, float *y,
+                                int64_t ldy);
 /* Softmax along the middle axis of a contiguous [outer, axis_len, inner]
    tensor (axis 0 of a matrix: outer = 1, inner = cols); y may equal x. */
-AK_API ak_status ak_softmax_axis(int64_t outer, int64_t axis_len,
-                                 int64_t inner, const float *x, float *y);
+AK_API ak_status ak_softmax_axis(int64_t outer, int64_t axis_len, int64_t inner, const float *x,
+                                 float *y);
 
 /* ------------------------------------------------------------- attention */
 
@@ -124,18 +123,18 @@ typedef enum {
 } ak_mask;
 
 typedef struct {
-  uint32_t struct_size; /* = sizeof(ak_attention_desc): lets the struct grow */
+  uint32_t struct_size;                   /* = sizeof(ak_attention_desc): lets the struct grow */
   int64_t batch, num_heads, num_kv_heads; /* num_heads % num_kv_heads == 0 */
   int64_t q_len, kv_len;
-  int64_t head_dim, head_dim_v; /* d_k (q, k) and d_v (v, out); 0 = head_dim */
-  float scale;                  /* 0 = 1/sqrt(head_dim) */
-  int32_t mask;                 /* an ak_mask value */
+  int64_t head_dim, head_dim_v;      /* d_k (q, k) and d_v (v, out); 0 = head_dim */
+  float scale;                       /* 0 = 1/sqrt(head_dim) */
+  int32_t mask;                      /* an ak_mask value */
   int64_t window_left, window_right; /* around the aligned diagonal; -1 = none */
-  const float *bias;          /* optional additive [b, h, q, kv] */
-  int64_t bias_strides[3];    /* [b, h, q]; 0 broadcasts; kv contiguous */
-  const int32_t *kv_lens;     /* optional [batch] valid kv length (padding) */
-  int64_t q_strides[3];       /* [batch, head, seq]; all 0 = contiguous */
-  int64_t k_strides[3];       /* [b, h, s, d] for that tensor */
+  const float *bias;                 /* optional additive [b, h, q, kv] */
+  int64_t bias_strides[3];           /* [b, h, q]; 0 broadcasts; kv contiguous */
+  const int32_t *kv_lens;            /* optional [batch] valid kv length (padding) */
+  int64_t q_strides[3];              /* [batch, head, seq]; all 0 = contiguous */
+  int64_t k_strides[3];              /* [b, h, s, d] for that tensor */
   int64_t v_strides[3];
   int64_t o_strides[3];
   float *lse;   /* optional out [b, h, q_len]: log-sum-exp of scaled scores */
@@ -173,24 +172,21 @@ AK_API void ak_attention_desc_init(ak_attention_desc *d);
    along that axis; all three 0 is one [kv_len] row for every query); the
    bias kv axis is contiguous. lse is contiguous [batch, num_heads, q_len], probs
    contiguous [batch, num_heads, q_len, kv_len]. */
-AK_API ak_status ak_attention(const ak_attention_desc *d, const float *q,
-                              const float *k, const float *v, float *out);
+AK_API ak_status ak_attention(const ak_attention_desc *d, const float *q, const float *k,
+                              const float *v, float *out);
 
 /* ------------------------------------------------ worked-example helpers */
 
 /* out[p][2i] = sin(p / base^(2i/dim)), out[p][2i+1] = cos(p / base^(2i/dim))
    for p < max_len; an odd dim leaves the last column 0. */
-AK_API ak_status ak_position_encoding(int64_t max_len, int64_t dim, float base,
-                                      float *out);
+AK_API ak_status ak_position_encoding(int64_t max_len, int64_t dim, float base, float *out);
 
 /* x [n_tokens, d_model]; w_q, w_k [num_heads, d_model, d_k];
    w_v [num_heads, d_model, d_v]; out [num_heads, n_tokens, d_v] =
    softmax((x w_q)(x w_k)^T / sqrt(d_k)) (x w_v) per head. */
-AK_API ak_status ak_mha_self_attention(int64_t n_tokens, int64_t d_model,
-                                       int64_t num_heads, int64_t d_k,
-                                       int64_t d_v, const float *x,
-                                       const float *w_q, const float *w_k,
-                                       const float *w_v, ak_mask mask,
+AK_API ak_status ak_mha_self_attention(int64_t n_tokens, int64_t d_model, int64_t num_heads,
+                                       int64_t d_k, int64_t d_v, const float *x, const float *w_q,
+                                       const float *w_k, const float *w_v, ak_mask mask,
                                        float *out);
 
 #ifdef __cplusplus

@@ -30,8 +30,8 @@ CpuFeatures detect() {
   const bool avx = (ecx >> 28) & 1u;
   if (!osxsave || !avx || max_leaf < 7) return f;
   const std::uint64_t xcr0 = read_xcr0();
-  const bool os_ymm = (xcr0 & 0x6) == 0x6;         // XMM and YMM state
-  const bool os_zmm = (xcr0 & 0xe6) == 0xe6;       // + opmask, ZMM_Hi256, Hi16_ZMM
+  const bool os_ymm = (xcr0 & 0x6) == 0x6;   // XMM and YMM state
+  const bool os_zmm = (xcr0 & 0xe6) == 0xe6; // + opmask, ZMM_Hi256, Hi16_ZMM
   __cpuid_count(7, 0, eax, ebx, ecx, edx);
   const bool avx2 = (ebx >> 5) & 1u;
   const bool avx512f = (ebx >> 16) & 1u;

@@ -22,7 +22,7 @@ struct GemmArgs {
 };
 
 struct GemmBatch {
-  std::int64_t count;                      // >= 1
+  std::int64_t count;                        // >= 1
   std::int64_t stride_a, stride_b, stride_c; // elements between products
 };
 
@@ -33,7 +33,7 @@ enum class KernelStatus { ok, out_of_memory };
 struct AttentionArgs {
   std::int64_t batch, heads, kv_heads, q_len, kv_len, dk, dv;
   float scale;
-  int mask; // 0 none, 1 causal top-left, 2 causal bottom-right
+  int mask;                               // 0 none, 1 causal top-left, 2 causal bottom-right
   std::int64_t window_left, window_right; // -1 = unbounded
   const float *q, *k, *v;
   float *out;
@@ -46,24 +46,31 @@ struct AttentionArgs {
 
 struct KernelTable {
   const char *name; // as ak_get_isa() reports it
-  KernelStatus (*sgemm)(const GemmArgs &args, const GemmBatch &batch,
-                        int threads);
+  KernelStatus (*sgemm)(const GemmArgs &args, const GemmBatch &batch, int threads);
   // Row-wise softmax (log_softmax when `log`) of a rows x cols matrix.
-  void (*softmax_rows)(std::int64_t rows, std::int64_t cols, const float *x,
-                       std::int64_t ldx, float *y, std::int64_t ldy, bool log,
-                       int threads);
+  void (*softmax_rows)(std::int64_t rows, std::int64_t cols, const float *x, std::int64_t ldx,
+                       float *y, std::int64_t ldy, bool log, int threads);
   // Softmax along the middle axis of a contiguous [outer, axis, inner] tensor.
-  void (*softmax_axis)(std::int64_t outer, std::int64_t axis_len,
-                       std::int64_t inner, const float *x, float *y,
-                       int threads);
+  void (*softmax_axis)(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
+                       const float *x, float *y, int threads);
   KernelStatus (*attention)(const AttentionArgs &args, int threads);
 };
 
 // One accessor per instruction-set translation unit that the build compiled.
-namespace avx512 { const KernelTable &kernel_table(); }
-namespace avx2 { const KernelTable &kernel_table(); }
-namespace sse2 { const KernelTable &kernel_table(); }
-namespace neon { const KernelTable &kernel_table(); }
-namespace scalar { const KernelTable &kernel_table(); }
+namespace avx512 {
+const KernelTable &kernel_table();
+}
+namespace avx2 {
+const KernelTable &kernel_table();
+}
+namespace sse2 {
+const KernelTable &kernel_table();
+}
+namespace neon {
+const KernelTable &kernel_table();
+}
+namespace scalar {
+const KernelTable &kernel_table();
+}
 
 } // namespace ak

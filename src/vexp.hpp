@@ -17,8 +17,7 @@ namespace AK_ISA_NS {
 
 // exp(x + lo), where lo is a tiny correction to x (|lo| <= ulp(x)): lets a
 // caller pass the exact rounding error of the subtraction that formed x.
-template <class V>
-inline typename V::reg vexp_corrected(typename V::reg x, typename V::reg lo) {
+template <class V> inline typename V::reg vexp_corrected(typename V::reg x, typename V::reg lo) {
   using reg = typename V::reg;
   const reg min_arg = V::set1(-104.0f), max_arg = V::set1(88.75f);
   const reg xc = V::min(V::max(x, min_arg), max_arg);

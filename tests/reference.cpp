@@ -81,8 +81,8 @@ std::vector<double> ref_softmax_row(const float *x, std::int64_t n, bool log) {
   return y;
 }
 
-std::vector<double> ref_softmax_axis(std::int64_t outer, std::int64_t axis_len,
-                                     std::int64_t inner, const float *x) {
+std::vector<double> ref_softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
+                                     const float *x) {
   std::vector<double> y(static_cast<std::size_t>(outer * axis_len * inner));
   std::vector<float> line(static_cast<std::size_t>(axis_len));
   for (std::int64_t o = 0; o < outer; ++o)

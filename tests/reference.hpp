@@ -26,8 +26,8 @@ std::vector<double> col_norms(bool tb, std::int64_t k, std::int64_t n, const flo
 std::vector<double> ref_softmax_row(const float *x, std::int64_t n, bool log);
 
 // Softmax along the middle axis of [outer, axis_len, inner].
-std::vector<double> ref_softmax_axis(std::int64_t outer, std::int64_t axis_len,
-                                     std::int64_t inner, const float *x);
+std::vector<double> ref_softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
+                                     const float *x);
 
 // The sinusoidal position-encoding table [max_len, dim].
 std::vector<double> ref_position_encoding(std::int64_t max_len, std::int64_t dim, double base);

@@ -30,7 +30,10 @@ protected:
 };
 
 TEST_P(Determinism, Sgemm) {
-  struct Shape { std::int64_t m, n, k; bool ta, tb; };
+  struct Shape {
+    std::int64_t m, n, k;
+    bool ta, tb;
+  };
   // Tall, wide, deep (several KC blocks) and square-ish, every transpose.
   for (const Shape s : {Shape{517, 33, 700, false, false}, Shape{13, 1500, 300, false, true},
                         Shape{300, 301, 1100, true, false}, Shape{257, 263, 129, true, true}}) {
@@ -40,9 +43,9 @@ TEST_P(Determinism, Sgemm) {
     expect_same_for_thread_counts(
         [&](float *c) {
           std::copy(c0.begin(), c0.end(), c);
-          ASSERT_EQ(ak_sgemm(s.ta ? AK_TRANS : AK_NO_TRANS, s.tb ? AK_TRANS : AK_NO_TRANS, s.m,
-                             s.n, s.k, 1.25f, a.data(), s.ta ? s.m : s.k, b.data(),
-                             s.tb ? s.k : s.n, 0.5f, c, s.n),
+          ASSERT_EQ(ak_sgemm(s.ta ? AK_TRANS : AK_NO_TRANS, s.tb ? AK_TRANS : AK_NO_TRANS, s.m, s.n,
+                             s.k, 1.25f, a.data(), s.ta ? s.m : s.k, b.data(), s.tb ? s.k : s.n,
+                             0.5f, c, s.n),
                     AK_OK);
         },
         c0.size());

@@ -17,7 +17,8 @@ TEST(PositionEncoding, MatchesReference) {
         ASSERT_EQ(ak_position_encoding(max_len, dim, base, out.data()), AK_OK) << ak_last_error();
         const auto ref = ref_position_encoding(max_len, dim, base);
         for (std::size_t i = 0; i < ref.size(); ++i)
-          ASSERT_NEAR(out[i], ref[i], 6e-8) << "dim=" << dim << " max_len=" << max_len << " i=" << i;
+          ASSERT_NEAR(out[i], ref[i], 6e-8)
+              << "dim=" << dim << " max_len=" << max_len << " i=" << i;
         EXPECT_TRUE(is_canary(out.back())) << "wrote past the table";
         if (dim % 2 == 1) {
           for (std::int64_t p = 0; p < max_len; ++p)

@@ -21,8 +21,8 @@ struct GemmCase {
 };
 
 std::string describe(const GemmCase &g) {
-  return "ta=" + std::to_string(g.ta) + " tb=" + std::to_string(g.tb) + " m=" +
-         std::to_string(g.m) + " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k) +
+  return "ta=" + std::to_string(g.ta) + " tb=" + std::to_string(g.tb) +
+         " m=" + std::to_string(g.m) + " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k) +
          " alpha=" + std::to_string(g.alpha) + " beta=" + std::to_string(g.beta) +
          " pad=" + std::to_string(g.pad);
 }
@@ -41,7 +41,8 @@ void check_gemm(const GemmCase &g, std::uint32_t seed) {
     for (std::int64_t j = g.n; j < ldc; ++j) c[i * ldc + j] = canary();
   if (g.beta == 0.0f) // beta == 0 must ignore C, NaN included
     for (std::int64_t i = 0; i < g.m; ++i)
-      for (std::int64_t j = 0; j < g.n; ++j) c[i * ldc + j] = std::numeric_limits<float>::quiet_NaN();
+      for (std::int64_t j = 0; j < g.n; ++j)
+        c[i * ldc + j] = std::numeric_limits<float>::quiet_NaN();
 
   const std::vector<double> ref = ref_sgemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda,
                                             b.data(), ldb, g.beta, c.data(), ldc);
@@ -103,8 +104,9 @@ TEST_P(Sgemm, RandomShapesAlphaBetaPadding) {
   auto pick = [&] { return sizes[rng() % (sizeof sizes / sizeof sizes[0])]; };
   int done = 0;
   while (done < 48) {
-    GemmCase g{bool(rng() & 1), bool(rng() & 2), pick(), pick(), pick(),
-               alphas[rng() % 3], betas[rng() % 4], static_cast<std::int64_t>(rng() % 5)};
+    GemmCase g{
+        bool(rng() & 1), bool(rng() & 2),   pick(),           pick(),
+        pick(),          alphas[rng() % 3], betas[rng() % 4], static_cast<std::int64_t>(rng() % 5)};
     if (g.m * g.n * g.k > 3'000'000) continue;
     check_gemm(g, 1000u + static_cast<std::uint32_t>(done++));
   }
@@ -114,7 +116,8 @@ TEST_P(Sgemm, RandomShapesAlphaBetaPadding) {
 // (MR, NR in 1..32, KC = 256, MC up to 192): off-by-one bugs live here.
 TEST_P(Sgemm, BlockEdges) {
   std::uint32_t seed = 5000;
-  for (std::int64_t k : {255, 256, 257, 511, 513}) check_gemm({false, false, 13, 35, k, 1.0f, 0.5f, 1}, seed++);
+  for (std::int64_t k : {255, 256, 257, 511, 513})
+    check_gemm({false, false, 13, 35, k, 1.0f, 0.5f, 1}, seed++);
   for (std::int64_t m : {5, 6, 7, 11, 12, 13, 119, 120, 121, 143, 144, 145, 191, 192, 193, 385})
     check_gemm({false, true, m, 37, 41, 1.0f, 0.0f, 0}, seed++);
   for (std::int64_t n : {4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65})
@@ -130,9 +133,9 @@ TEST_P(Sgemm, AlphaZeroAndEmptyK) {
             AK_OK);
   for (float v : c) EXPECT_EQ(v, 6.0f);
   std::fill(c.begin(), c.end(), std::numeric_limits<float>::quiet_NaN());
-  ASSERT_EQ(ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, 3, 4, 0, 1.0f, nullptr, 1, nullptr, 4, 0.0f,
-                     c.data(), 4),
-            AK_OK);
+  ASSERT_EQ(
+      ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, 3, 4, 0, 1.0f, nullptr, 1, nullptr, 4, 0.0f, c.data(), 4),
+      AK_OK);
   for (float v : c) EXPECT_EQ(v, 0.0f);
 }
 
@@ -148,16 +151,22 @@ TEST_P(Sgemm, NanAndInfPropagate) {
   for (int i = 0; i < 6; ++i)
     for (int j = 0; j < 7; ++j) {
       const float v = c[i * 7 + j];
-      if (i == 2) EXPECT_TRUE(std::isnan(v)) << i << "," << j;
-      else if (j == 4) EXPECT_EQ(v, std::numeric_limits<float>::infinity()) << i << "," << j;
-      else EXPECT_EQ(v, 5.0f) << i << "," << j;
+      if (i == 2)
+        EXPECT_TRUE(std::isnan(v)) << i << "," << j;
+      else if (j == 4)
+        EXPECT_EQ(v, std::numeric_limits<float>::infinity()) << i << "," << j;
+      else
+        EXPECT_EQ(v, 5.0f) << i << "," << j;
     }
 }
 
 // Large products, checked with the checksum C t == alpha A (B t) + beta C0 t
 // for a random vector t (BLIS's test): O(mk + kn) work instead of O(mnk).
 TEST_P(Sgemm, LargeProductsChecksum) {
-  struct Shape { bool ta, tb; std::int64_t m, n, k; };
+  struct Shape {
+    bool ta, tb;
+    std::int64_t m, n, k;
+  };
   for (const Shape s : {Shape{false, false, 1000, 777, 513}, Shape{false, true, 512, 1000, 64},
                         Shape{true, false, 333, 1029, 1000}, Shape{true, true, 600, 400, 700}}) {
     SCOPED_TRACE(describe({s.ta, s.tb, s.m, s.n, s.k, 1.0f, 0.5f, 0}));

@@ -36,10 +36,14 @@ void expect_row(const float *got, const float *x, std::int64_t n, bool log, doub
   for (std::int64_t j = 0; j < n && bad < 5; ++j) {
     const double want = ref[static_cast<std::size_t>(j)], y = got[j];
     bool ok;
-    if (std::isnan(want)) ok = std::isnan(y);
-    else if (std::isinf(want)) ok = y == want;
-    else if (log) ok = std::fabs(y - want) <= 2 * kEps * (std::fabs(x[j]) + std::fabs(m) + std::log(s));
-    else ok = std::fabs(y - want) <= rel_tol * want;
+    if (std::isnan(want))
+      ok = std::isnan(y);
+    else if (std::isinf(want))
+      ok = y == want;
+    else if (log)
+      ok = std::fabs(y - want) <= 2 * kEps * (std::fabs(x[j]) + std::fabs(m) + std::log(s));
+    else
+      ok = std::fabs(y - want) <= rel_tol * want;
     if (!ok) {
       ++bad;
       ADD_FAILURE() << where << " element " << j << " of " << n << ": got " << y << ", expected "
@@ -53,7 +57,8 @@ class Softmax : public PerIsa {};
 // Every awkward row length, padded rows (checked untouched), in place and
 // out of place, softmax and log-softmax.
 TEST_P(Softmax, RowsMatchReference) {
-  const std::int64_t cols_list[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 63, 65, 127, 129, 257, 1000, 4099};
+  const std::int64_t cols_list[] = {1,  2,  3,  7,   15,  16,  17,   31,
+                                    33, 63, 65, 127, 129, 257, 1000, 4099};
   std::uint32_t seed = 1;
   for (bool log : {false, true})
     for (bool in_place : {false, true})
@@ -61,7 +66,8 @@ TEST_P(Softmax, RowsMatchReference) {
         for (std::int64_t rows : {1, 3, 17}) {
           const std::int64_t ld = cols + (seed % 3 == 0 ? 0 : 5);
           const std::string where = std::string(log ? "log_softmax" : "softmax") +
-                                    (in_place ? " in place" : "") + " rows=" + std::to_string(rows) +
+                                    (in_place ? " in place" : "") +
+                                    " rows=" + std::to_string(rows) +
                                     " cols=" + std::to_string(cols) + " ld=" + std::to_string(ld);
           std::vector<float> x = random_normal(static_cast<std::size_t>(rows * ld), seed++);
           for (std::int64_t r = 0; r < rows; ++r)
@@ -92,7 +98,8 @@ TEST_P(Softmax, WideRangeAndMaskedEntries) {
     std::vector<float> y(x.size()), z(x.size());
     ASSERT_EQ(ak_softmax(1, cols, x.data(), cols, y.data(), cols), AK_OK);
     ASSERT_EQ(ak_log_softmax(1, cols, x.data(), cols, z.data(), cols), AK_OK);
-    expect_row(y.data(), x.data(), cols, false, kSoftmaxRel, "softmax cols=" + std::to_string(cols));
+    expect_row(y.data(), x.data(), cols, false, kSoftmaxRel,
+               "softmax cols=" + std::to_string(cols));
     expect_row(z.data(), x.data(), cols, true, 0, "log_softmax cols=" + std::to_string(cols));
     for (std::int64_t j = 0; j < cols; j += 3) {
       ASSERT_EQ(y[j], 0.0f);
@@ -182,8 +189,8 @@ TEST_P(Softmax, AxisSpecialValuesStayInTheirColumn) {
   const std::int64_t outer = 2, axis = 9, inner = 21;
   std::vector<float> x = random_normal(static_cast<std::size_t>(outer * axis * inner), 9);
   for (std::int64_t a = 0; a < axis; ++a) x[a * inner + 4] = -kInf; // column 4: all -inf
-  x[3 * inner + 18] = kNaN;                                        // column 18: NaN
-  x[axis * inner + 5 * inner + 20] = kInf;                         // outer 1, column 20 (tail)
+  x[3 * inner + 18] = kNaN;                                         // column 18: NaN
+  x[axis * inner + 5 * inner + 20] = kInf;                          // outer 1, column 20 (tail)
   std::vector<float> y(x.size());
   ASSERT_EQ(ak_softmax_axis(outer, axis, inner, x.data(), y.data()), AK_OK);
   for (std::int64_t o = 0; o < outer; ++o)
@@ -191,8 +198,10 @@ TEST_P(Softmax, AxisSpecialValuesStayInTheirColumn) {
       for (std::int64_t i = 0; i < inner; ++i) {
         const float v = y[static_cast<std::size_t>((o * axis + a) * inner + i)];
         const bool nan_col = (o == 0 && i == 18) || (o == 1 && i == 20);
-        if (o == 0 && i == 4) EXPECT_EQ(v, 0.0f);
-        else EXPECT_EQ(std::isnan(v), nan_col) << o << "," << a << "," << i;
+        if (o == 0 && i == 4)
+          EXPECT_EQ(v, 0.0f);
+        else
+          EXPECT_EQ(std::isnan(v), nan_col) << o << "," << a << "," << i;
       }
 }
 

@@ -28,7 +28,7 @@ protected:
 std::string isa_name(const ::testing::TestParamInfo<std::string> &info);
 
 #define AK_INSTANTIATE_PER_ISA(suite)                                                              \
-  INSTANTIATE_TEST_SUITE_P(Isa, suite, ::testing::ValuesIn(::ak_test::supported_isas()),          \
+  INSTANTIATE_TEST_SUITE_P(Isa, suite, ::testing::ValuesIn(::ak_test::supported_isas()),           \
                            ::ak_test::isa_name)
 
 // n floats ~ N(0, scale^2) from a seeded generator.

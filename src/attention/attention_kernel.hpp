@@ -82,13 +82,13 @@ template <class Cfg> struct AttentionPlan {
   bool split() const { return n_chunks > 1; }
   // Floats of per-thread scratch.
   std::int64_t scratch_floats(const AttentionArgs &a) const {
-    return rows_pad * a.dk          // packed scaled Q
-           + a.dk * bk_pad          // packed K block
-           + kBk * dv_pad           // packed V block
-           + rows_pad * bk_pad      // scores / weights
-           + rows_pad * kBk         // packed weights
-           + rows_pad * dv_pad      // output accumulator
-           + 2 * rows_pad + 64;     // m, l
+    return rows_pad * a.dk      // packed scaled Q
+           + a.dk * bk_pad      // packed K block
+           + kBk * dv_pad       // packed V block
+           + rows_pad * bk_pad  // scores / weights
+           + rows_pad * kBk     // packed weights
+           + rows_pad * dv_pad  // output accumulator
+           + 2 * rows_pad + 64; // m, l
   }
 };
 
@@ -139,9 +139,12 @@ public:
     for (std::int64_t r = 0; r < p_.rows_pad; ++r) st_.m[r] = ninf, st_.l[r] = 0.0f;
     for (std::int64_t x = 0; x < p_.rows_pad * p_.dv_pad; ++x) st_.acc[x] = 0.0f;
     if (a_.probs) fill_probs(ninf);
-    for (std::int64_t j0 = u_lo_; j0 < u_hi_; j0 += Plan::kBk) key_block(j0, min64(j0 + Plan::kBk, u_hi_));
-    if (p_.split()) write_partials(partial);
-    else finish_rows();
+    for (std::int64_t j0 = u_lo_; j0 < u_hi_; j0 += Plan::kBk)
+      key_block(j0, min64(j0 + Plan::kBk, u_hi_));
+    if (p_.split())
+      write_partials(partial);
+    else
+      finish_rows();
   }
 
 private:
@@ -294,7 +297,8 @@ private:
     if (corr != 1.0f) {
       float *acc = st_.acc + r * p_.dv_pad;
       const reg vc = V::set1(corr);
-      for (std::int64_t d = 0; d < p_.dv_pad; d += W) V::storeu(acc + d, V::mul(V::loadu(acc + d), vc));
+      for (std::int64_t d = 0; d < p_.dv_pad; d += W)
+        V::storeu(acc + d, V::mul(V::loadu(acc + d), vc));
     }
   }
 
@@ -309,7 +313,8 @@ private:
         const float *vrow = vb + (j0 + j) * a_.v_strides[2];
         const reg vw = V::set1(w[j]);
         std::int64_t d = 0;
-        for (; d + W <= a_.dv; d += W) V::storeu(acc + d, V::fmadd(vw, V::loadu(vrow + d), V::loadu(acc + d)));
+        for (; d + W <= a_.dv; d += W)
+          V::storeu(acc + d, V::fmadd(vw, V::loadu(vrow + d), V::loadu(acc + d)));
         for (; d < a_.dv; ++d) acc[d] += w[j] * vrow[d];
       }
     }

@@ -82,8 +82,7 @@ template <class Cfg> GemmPlan plan_gemm(const GemmArgs &g, int threads) {
   return p;
 }
 
-template <class V, class Cfg>
-KernelStatus sgemm_one(const GemmArgs &g, int threads) {
+template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int threads) {
   constexpr int MR = Cfg::mr, NV = Cfg::nv, NR = NV * V::width;
   static_assert(Cfg::width == V::width, "block table and vector width disagree");
   if (g.m == 0 || g.n == 0) return KernelStatus::ok;
@@ -116,8 +115,7 @@ KernelStatus sgemm_one(const GemmArgs &g, int threads) {
         for (std::int64_t s = 0; s < slivers; ++s) {
           const std::int64_t j0 = s * NR;
           pack_b_sliver<NR>(kc, static_cast<int>(min64(NR, nc - j0)),
-                            g.b + pc * rs_b + (jc + j0) * cs_b, rs_b, cs_b,
-                            bpack + j0 * kc);
+                            g.b + pc * rs_b + (jc + j0) * cs_b, rs_b, cs_b, bpack + j0 * kc);
         } // implicit barrier: B panel complete
 
         const std::int64_t per_part = ceil_div(slivers, plan.n_parts);
@@ -131,8 +129,7 @@ KernelStatus sgemm_one(const GemmArgs &g, int threads) {
           if (s_begin >= s_end) continue;
           for (std::int64_t i0 = 0; i0 < mc; i0 += MR)
             pack_a_sliver<MR>(kc, static_cast<int>(min64(MR, mc - i0)),
-                              g.a + (ic + i0) * rs_a + pc * cs_a, rs_a, cs_a,
-                              apack + i0 * kc);
+                              g.a + (ic + i0) * rs_a + pc * cs_a, rs_a, cs_a, apack + i0 * kc);
           for (std::int64_t s = s_begin; s < s_end; ++s) {
             const std::int64_t j0 = s * NR;
             const int cols = static_cast<int>(min64(NR, nc - j0));
@@ -143,8 +140,8 @@ KernelStatus sgemm_one(const GemmArgs &g, int threads) {
               if (rows == MR && cols == NR)
                 sgemm_ukernel<V, MR, NV>(kc, apack + i0 * kc, bp, g.alpha, beta, cp, g.ldc);
               else
-                sgemm_ukernel_edge<V, MR, NV>(kc, apack + i0 * kc, bp, g.alpha, beta, cp,
-                                              g.ldc, rows, cols);
+                sgemm_ukernel_edge<V, MR, NV>(kc, apack + i0 * kc, bp, g.alpha, beta, cp, g.ldc,
+                                              rows, cols);
             }
           }
         } // implicit barrier: B panel free for the next pc

@@ -14,9 +14,8 @@ namespace AK_ISA_NS {
 
 // Full tile: writes rows x cols of C; rows == MR and cols == NR here.
 template <class V, int MR, int NV>
-inline void sgemm_ukernel(std::int64_t kc, const float *__restrict ap,
-                          const float *__restrict bp, float alpha, float beta,
-                          float *__restrict c, std::int64_t ldc) {
+inline void sgemm_ukernel(std::int64_t kc, const float *__restrict ap, const float *__restrict bp,
+                          float alpha, float beta, float *__restrict c, std::int64_t ldc) {
   using reg = typename V::reg;
   constexpr int W = V::width;
   constexpr int NR = NV * W;
@@ -64,9 +63,8 @@ inline void sgemm_ukernel(std::int64_t kc, const float *__restrict ap,
 // Edge tile (rows < MR or cols < NR): the same kernel on a local MR x NR copy
 // of C, so edge elements see exactly the arithmetic of interior ones.
 template <class V, int MR, int NV>
-inline void sgemm_ukernel_edge(std::int64_t kc, const float *ap, const float *bp,
-                               float alpha, float beta, float *c, std::int64_t ldc,
-                               int rows, int cols) {
+inline void sgemm_ukernel_edge(std::int64_t kc, const float *ap, const float *bp, float alpha,
+                               float beta, float *c, std::int64_t ldc, int rows, int cols) {
   constexpr int NR = NV * V::width;
   alignas(64) float tile[MR * NR];
   for (int i = 0; i < MR; ++i)

@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "../threading.hpp"
 #include "../simd.hpp"
+#include "../threading.hpp"
 #include "../vexp.hpp"
 
 namespace ak {
@@ -143,8 +143,8 @@ template <class V> void softmax_row(const float *x, float *y, std::int64_t n, bo
 }
 
 template <class V>
-void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int64_t ldx,
-                  float *y, std::int64_t ldy, bool log, int threads) {
+void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int64_t ldx, float *y,
+                  std::int64_t ldy, bool log, int threads) {
   threads = threads_for_work(threads, static_cast<double>(rows) * cols, 1 << 14);
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::int64_t r = 0; r < rows; ++r) softmax_row<V>(x + r * ldx, y + r * ldy, cols, log);
@@ -179,8 +179,8 @@ void softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
 }
 
 template <class V>
-void softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
-                  const float *x, float *y, int threads) {
+void softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner, const float *x,
+                  float *y, int threads) {
   if (inner == 1) { // rows of a matrix
     softmax_rows<V>(outer, axis_len, x, axis_len, y, axis_len, false, threads);
     return;

@@ -10,11 +10,15 @@
 
 #include "attnkern.h"
 
-#define ALIGNOF(T) offsetof(struct { char c_; T t_; }, t_)
-#define TYPE(T) \
-  printf("sizeof." #T " %zu\nalignof." #T " %zu\n", sizeof(T), (size_t)ALIGNOF(T))
-#define FIELD(f) \
-  printf("offsetof.ak_attention_desc." #f " %zu\n", offsetof(ak_attention_desc, f))
+#define ALIGNOF(T)                                                                                 \
+  offsetof(                                                                                        \
+      struct {                                                                                     \
+        char c_;                                                                                   \
+        T t_;                                                                                      \
+      },                                                                                           \
+      t_)
+#define TYPE(T) printf("sizeof." #T " %zu\nalignof." #T " %zu\n", sizeof(T), (size_t)ALIGNOF(T))
+#define FIELD(f) printf("offsetof.ak_attention_desc." #f " %zu\n", offsetof(ak_attention_desc, f))
 
 int main(void) {
   TYPE(ak_status);
