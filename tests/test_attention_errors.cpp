@@ -30,63 +30,19 @@
 #include <string>
 #include <vector>
 
+#include "misuse_support.hpp"
+
 namespace ak_test {
 namespace {
 
 constexpr std::int64_t kBufferLen = std::int64_t{1} << 15;
-constexpr std::int64_t kMid = kBufferLen / 2;         // where the library's pointers start
-constexpr std::int64_t kHuge = std::int64_t{1} << 40; // kHuge * kHuge overflows int64
-// (2^31)^2 = 2^62 floats: the count fits int64_t, its size in bytes does not.
-constexpr std::int64_t kBytesOverflow = std::int64_t{1} << 31;
 constexpr std::int64_t kI64Min = std::numeric_limits<std::int64_t>::min();
 constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-constexpr float kInf = std::numeric_limits<float>::infinity();
 
-std::uint32_t bits_of(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-float float_of(std::uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-// A C caller may pass any int where an enum parameter is expected; the value
-// becomes the enum only here, at the call, with UBSan's enum check off (see
-// test_capi_errors.cpp).
-template <class E>
-#if defined(__GNUC__) || defined(__clang__)
-__attribute__((no_sanitize("enum")))
-#endif
-E as_c_enum(int v) {
-  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized on the supported ABIs");
-  E e;
-  std::memcpy(&e, &v, sizeof e);
-  return e;
-}
-
-// Quiet NaN whose payload encodes the buffer's id and the element's index.
-std::uint32_t canary_bits(std::uint32_t id, std::int64_t i) {
-  return 0x7FC00000u | (id << 16) | static_cast<std::uint32_t>(i & 0xFFFF);
-}
-
-struct Canary {
-  explicit Canary(std::uint32_t buffer_id) : id(buffer_id), data(kBufferLen) {
-    for (std::int64_t i = 0; i < kBufferLen; ++i) data[i] = float_of(canary_bits(id, i));
-  }
-  float *mid() { return data.data() + kMid; }
-  std::int64_t first_changed() const {
-    for (std::int64_t i = 0; i < kBufferLen; ++i)
-      if (bits_of(data[i]) != canary_bits(id, i)) return i;
-    return -1;
-  }
-  std::uint32_t id;
-  std::vector<float> data;
-};
+// kHuge, bits_of, as_c_enum, canary buffers, ...: shared with
+// test_capi_errors.cpp. The library gets each buffer's mid().
+using namespace misuse;
+using Canary = misuse::Canary<kBufferLen>;
 
 struct Buffers {
   Canary q{1}, k{2}, v{3}, bias{4}, out{5}, lse{6}, probs{7};
@@ -94,21 +50,13 @@ struct Buffers {
   std::vector<std::int32_t> kv_lens; // copied from the call; checked unchanged
 };
 
-::testing::AssertionResult untouched(const Canary &c, const char *name) {
-  const std::int64_t i = c.first_changed();
-  if (i < 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << name << "[" << i - kMid << "] was written (now bits 0x" << std::hex
-         << bits_of(c.data[i]) << ", canary 0x" << canary_bits(c.id, i) << std::dec << ")";
-}
-
 ::testing::AssertionResult all_untouched(const Buffers &b) {
   const std::pair<const Canary *, const char *> all[] = {
       {&b.q, "q"},     {&b.k, "k"},     {&b.v, "v"},         {&b.bias, "bias"},
       {&b.out, "out"}, {&b.lse, "lse"}, {&b.probs, "probs"}, {&b.x, "x"},
       {&b.w_q, "w_q"}, {&b.w_k, "w_k"}, {&b.w_v, "w_v"}};
   for (const auto &[c, name] : all) {
-    auto r = untouched(*c, name);
+    auto r = untouched(*c, name, Canary::kMid);
     if (!r) return r;
   }
   return ::testing::AssertionSuccess();
@@ -672,7 +620,7 @@ TEST_P(AttentionErrorsAccepted, Succeeds) {
     EXPECT_TRUE(all_untouched(buf));
   }
   for (const Canary *in : {&buf.q, &buf.k, &buf.v, &buf.bias, &buf.x, &buf.w_q, &buf.w_k, &buf.w_v})
-    EXPECT_TRUE(untouched(*in, "an input"));
+    EXPECT_TRUE(untouched(*in, "an input", Canary::kMid));
 }
 
 INSTANTIATE_TEST_SUITE_P(, AttentionErrorsAccepted, ::testing::ValuesIn(all_good_cases()),

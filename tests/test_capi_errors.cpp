@@ -30,78 +30,21 @@
 #include <thread>
 #include <vector>
 
+#include "misuse_support.hpp"
+
 namespace {
 
 constexpr std::int64_t kBufferLen = std::int64_t{1} << 14;
-constexpr std::int64_t kHuge = std::int64_t{1} << 40; // (kHuge - 1) * kHuge overflows int64
-// (2^31)^2 = 2^62 floats: the count fits int64_t, its size in bytes does not.
-constexpr std::int64_t kBytesOverflow = std::int64_t{1} << 31;
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-constexpr float kInf = std::numeric_limits<float>::infinity();
 
-std::uint32_t bits_of(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-float float_of(std::uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-// A C caller may pass any int where an enum parameter is expected: that is
-// legal C. C++ cannot hold such a value in an enum without undefined
-// behaviour, so the value travels as an int and its bits become the enum only
-// here, right at the call, with UBSan's enum check off for this helper alone:
-// a sanitizer that still objects does so inside the library, which is where
-// such a value must be handled.
-template <class E>
-#if defined(__GNUC__) || defined(__clang__)
-__attribute__((no_sanitize("enum")))
-#endif
-E as_c_enum(int v) {
-  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized on the supported ABIs");
-  E e;
-  std::memcpy(&e, &v, sizeof e);
-  return e;
-}
-
-// Quiet NaN whose payload encodes the buffer's id and the element's index, so
-// that a copied, shifted or recomputed value never passes for the original.
-std::uint32_t canary_bits(std::uint32_t id, std::int64_t i) {
-  return 0x7FC00000u | (id << 16) | static_cast<std::uint32_t>(i & 0xFFFF);
-}
-
-// One buffer filled with its canary pattern.
-struct Canary {
-  explicit Canary(std::uint32_t buffer_id) : id(buffer_id), data(kBufferLen) {
-    for (std::int64_t i = 0; i < kBufferLen; ++i) data[i] = float_of(canary_bits(id, i));
-  }
-  float *get() { return data.data(); }
-  // Index of the first element that no longer holds its canary, or -1.
-  std::int64_t first_changed() const {
-    for (std::int64_t i = 0; i < kBufferLen; ++i)
-      if (bits_of(data[i]) != canary_bits(id, i)) return i;
-    return -1;
-  }
-  std::uint32_t id;
-  std::vector<float> data;
-};
+// kHuge, bits_of, as_c_enum, canary buffers, ...: shared with
+// test_attention_errors.cpp.
+using namespace ak_test::misuse;
+using Canary = ak_test::misuse::Canary<kBufferLen>;
 
 // The buffers every table entry may use: two inputs and one output.
 struct Buffers {
   Canary in0{1}, in1{2}, out{3};
 };
-
-::testing::AssertionResult untouched(const Canary &c, const char *name) {
-  const std::int64_t i = c.first_changed();
-  if (i < 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << name << "[" << i << "] was written (now bits 0x" << std::hex << bits_of(c.data[i])
-         << ", canary 0x" << canary_bits(c.id, i) << std::dec << ")";
-}
 
 // Leaves a message from another function in ak_last_error(), so that the
 // message checked afterwards is known to come from the call under test.
