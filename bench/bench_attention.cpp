@@ -59,9 +59,8 @@ struct AttnShape {
   // heads; with batch 1 the first kv_heads of them are a contiguous
   // [1, kv_heads, kv_len, d] tensor).
   std::string data_key() const {
-    return std::string(kind()) + "/h" + std::to_string(heads) + "_q" +
-           std::to_string(q_len) + "_kv" + std::to_string(kv_len) + "_d" +
-           std::to_string(d) + "_dv" + std::to_string(dv);
+    return std::string(kind()) + "/h" + std::to_string(heads) + "_q" + std::to_string(q_len) +
+           "_kv" + std::to_string(kv_len) + "_d" + std::to_string(d) + "_dv" + std::to_string(dv);
   }
   float scale() const { return 1.0f / std::sqrt(static_cast<float>(d)); }
   std::size_t q_size() const { return static_cast<std::size_t>(batch * heads * q_len * d); }
@@ -77,8 +76,7 @@ struct AttnShape {
   // Useful FLOPs: 2 q_len kv_len (d + dv) per head (Q K^T and P V), halved for
   // causal; the same count for both implementations.
   double flops() const {
-    const double f = 2.0 * double(q_len) * double(kv_len) * double(d + dv) *
-                     double(batch * heads);
+    const double f = 2.0 * double(q_len) * double(kv_len) * double(d + dv) * double(batch * heads);
     return causal ? 0.5 * f : f;
   }
   // Prefill: Q, K, V read once and O written once. Decode: K and V read once
@@ -94,8 +92,7 @@ std::vector<AttnShape> attention_shapes() {
   std::vector<AttnShape> shapes;
   for (std::int64_t d : {64, 128})
     for (std::int64_t L : {512, 1024, 2048, 4096})
-      for (bool causal : {false, true})
-        shapes.push_back({false, 1, 8, 8, L, L, d, d, causal});
+      for (bool causal : {false, true}) shapes.push_back({false, 1, 8, 8, L, L, d, d, causal});
   return shapes;
 }
 
@@ -164,8 +161,7 @@ peers::OnednnSoftmax &softmax_for(const AttnShape &s, int threads) {
   Scratch &sc = scratch_for(s.score_rows(), s.kv_len);
   auto &p = sc.softmax[threads];
   if (!p)
-    p = std::make_unique<peers::OnednnSoftmax>(s.score_rows(), s.kv_len, sc.s.data(),
-                                               sc.s.data());
+    p = std::make_unique<peers::OnednnSoftmax>(s.score_rows(), s.kv_len, sc.s.data(), sc.s.data());
   return *p;
 }
 
@@ -204,8 +200,7 @@ bool call_unfused(const AttnShape &s, const Data &w, float *out, int threads) {
         if (s.causal) { // top left: key j visible to query i iff j <= i
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
           for (std::int64_t i = 0; i < q_len; ++i)
-            std::fill(Sh + i * kv_len + std::min(i + 1, kv_len), Sh + (i + 1) * kv_len,
-                      kNegInf);
+            std::fill(Sh + i * kv_len + std::min(i + 1, kv_len), Sh + (i + 1) * kv_len, kNegInf);
         }
       }
       if (!sm.run()) return false;
@@ -213,8 +208,8 @@ bool call_unfused(const AttnShape &s, const Data &w, float *out, int threads) {
         const std::int64_t hk = h / group;
         const float *v = w.v.data() + (b * s.kv_heads + hk) * kv_len * dv;
         float *o = out + (b * s.heads + h) * q_len * dv;
-        if (!peers::onednn_sgemm(false, q_len, dv, kv_len, S + (h - h0) * q_len * kv_len,
-                                 kv_len, v, dv, o, dv))
+        if (!peers::onednn_sgemm(false, q_len, dv, kv_len, S + (h - h0) * q_len * kv_len, kv_len, v,
+                                 dv, o, dv))
           return false;
       }
     }
@@ -298,10 +293,11 @@ const Verdict &verdict_for(const AttnShape &s, int threads) {
   for (int i = 0; i < 2; ++i) {
     char msg[400];
     if (!ran[i]) {
-      std::string why = i == kAttnkern ? std::string(ak_last_error())
-                                       : softmax_for(s, threads).error();
-      if (why.empty()) why = i == kAttnkern ? "ak_attention returned an error"
-                                            : "dnnl_sgemm or the softmax returned an error";
+      std::string why =
+          i == kAttnkern ? std::string(ak_last_error()) : softmax_for(s, threads).error();
+      if (why.empty())
+        why = i == kAttnkern ? "ak_attention returned an error"
+                             : "dnnl_sgemm or the softmax returned an error";
       std::snprintf(msg, sizeof msg, "%s %s %s failed: %s", kImplNames[i], s.kind(),
                     s.label().c_str(), why.c_str());
       v.error[i] = msg;
@@ -313,8 +309,8 @@ const Verdict &verdict_for(const AttnShape &s, int threads) {
       std::snprintf(msg, sizeof msg,
                     "%s %s %s threads:%d disagrees: max abs diff attnkern vs unfused %.3g, "
                     "vs double reference rows %.3g (tolerance %.1g)",
-                    kImplNames[i], s.kind(), s.label().c_str(), threads, v.maxdiff,
-                    v.refdiff[i], tol);
+                    kImplNames[i], s.kind(), s.label().c_str(), threads, v.maxdiff, v.refdiff[i],
+                    tol);
       v.error[i] = msg;
       std::fprintf(stderr, "ak_bench: %s\n", msg);
     }
@@ -348,8 +344,8 @@ void BM_attention(benchmark::State &state, int impl, const AttnShape &s, int thr
   if (impl == kAttnkern) {
     state.SetLabel(s.causal ? "ak_attention, causal top-left" : "ak_attention");
   } else {
-    state.SetLabel(std::string("dnnl_sgemm") + (s.causal ? " + -inf mask" : "") +
-                   " + softmax " + softmax_for(s, threads).impl_info() + " + dnnl_sgemm");
+    state.SetLabel(std::string("dnnl_sgemm") + (s.causal ? " + -inf mask" : "") + " + softmax " +
+                   softmax_for(s, threads).impl_info() + " + dnnl_sgemm");
   }
 }
 
@@ -400,9 +396,9 @@ void BM_membw(benchmark::State &state, int threads) {
     state.SkipWithError("membw: wrong sum");
     return;
   }
-  state.counters["bytes"] = benchmark::Counter(
-      4.0 * double(buf.size()), benchmark::Counter::kIsIterationInvariantRate,
-      benchmark::Counter::kIs1000);
+  state.counters["bytes"] =
+      benchmark::Counter(4.0 * double(buf.size()), benchmark::Counter::kIsIterationInvariantRate,
+                         benchmark::Counter::kIs1000);
   state.SetLabel("sum of a 256 MiB float array, 32 accumulators per thread");
 }
 
@@ -414,8 +410,8 @@ void register_attention_benchmarks() {
   for (const AttnShape &s : shapes) {
     for (int threads : {1, 2}) {
       for (int impl : {kAttnkern, kUnfused}) {
-        const std::string name = std::string(s.kind()) + "/" + kImplNames[impl] + "/" +
-                                 s.label() + "/threads:" + std::to_string(threads);
+        const std::string name = std::string(s.kind()) + "/" + kImplNames[impl] + "/" + s.label() +
+                                 "/threads:" + std::to_string(threads);
         // The largest calls (L = 4096, d = 128: 69 GFLOP unfused) take up to
         // ~1 s and run once per repetition whatever this says.
         benchmark::RegisterBenchmark(name.c_str(), BM_attention, impl, s, threads)
