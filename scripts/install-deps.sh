@@ -5,6 +5,11 @@
 set -euo pipefail
 
 want=(cmake g++ make pkg-config libxsimd-dev libgtest-dev python3 python3-numpy golang-go)
+# The Rust consumer test needs cargo: rustup's if present, else Debian's
+# (rustc 1.63, the crate's rust-version).
+if ! command -v cargo >/dev/null 2>&1 && [[ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ]]; then
+  want+=(cargo)
+fi
 if [[ "${1:-}" == "--bench" ]]; then
   want+=(libbenchmark-dev libopenblas-dev libdnnl-dev)
 fi

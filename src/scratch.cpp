@@ -6,6 +6,10 @@ namespace ak {
 namespace {
 
 constexpr std::size_t kAlign = 64; // a cache line, and one AVX-512 register
+// Buffers up to this size (16 MiB) stay with their thread for the next call;
+// larger ones (a big batched projection) go back to the system, so that an
+// engine's worker threads do not each keep the largest buffer they ever used.
+constexpr std::size_t kMaxCachedFloats = std::size_t{4} << 20;
 
 struct CachedBuffer {
   float *data = nullptr;
@@ -32,7 +36,7 @@ Scratch::Scratch(std::size_t floats) {
 
 Scratch::~Scratch() {
   if (!data_) return;
-  if (capacity_ >= t_cache.capacity) { // keep the larger of the two
+  if (capacity_ <= kMaxCachedFloats && capacity_ >= t_cache.capacity) { // keep the larger
     std::free(t_cache.data);
     t_cache.data = data_;
     t_cache.capacity = capacity_;

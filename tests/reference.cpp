@@ -40,18 +40,11 @@ std::vector<double> row_norms(bool ta, std::int64_t m, std::int64_t k, const flo
   return out;
 }
 
+// The columns of op(B) are the rows of op(B)^T, i.e. of B read with the other
+// transpose flag.
 std::vector<double> col_norms(bool tb, std::int64_t k, std::int64_t n, const float *b,
                               std::int64_t ldb) {
-  std::vector<double> out(static_cast<std::size_t>(n));
-  for (std::int64_t j = 0; j < n; ++j) {
-    double s = 0.0;
-    for (std::int64_t p = 0; p < k; ++p) {
-      const double v = op_at(tb, b, ldb, p, j);
-      s += v * v;
-    }
-    out[static_cast<std::size_t>(j)] = std::sqrt(s);
-  }
-  return out;
+  return row_norms(!tb, n, k, b, ldb);
 }
 
 std::vector<double> ref_softmax_row(const float *x, std::int64_t n, bool log) {
