@@ -94,9 +94,12 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   // op(A)(i, p) = a[i * rs_a + p * cs_a]; op(B)(p, j) = b[p * rs_b + j * cs_b]
   const std::int64_t rs_a = g.trans_a ? 1 : g.lda, cs_a = g.trans_a ? g.lda : 1;
   const std::int64_t rs_b = g.trans_b ? 1 : g.ldb, cs_b = g.trans_b ? g.ldb : 1;
+  // A sliver serves ceil(n / NR) B slivers. When that is few, packing it
+  // costs more than it saves: the micro-kernel reads A's rows in place.
+  const bool direct_a = cs_a == 1 && ceil_div(g.n, NR) <= Cfg::direct_a_max_slivers;
 
   const std::int64_t b_floats = plan.kc * plan.nc;
-  const std::int64_t a_floats = plan.kc * plan.mc;
+  const std::int64_t a_floats = plan.kc * MR; // one A sliver per thread
   Scratch scratch(static_cast<std::size_t>(b_floats + a_floats * plan.threads + 16));
   if (!scratch.data()) return KernelStatus::out_of_memory;
   float *const bpack = scratch.data();
@@ -127,21 +130,22 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
           const std::int64_t s_begin = part * per_part;
           const std::int64_t s_end = min64(slivers, s_begin + per_part);
           if (s_begin >= s_end) continue;
-          for (std::int64_t i0 = 0; i0 < mc; i0 += MR)
-            pack_a_sliver<MR>(kc, static_cast<int>(min64(MR, mc - i0)),
-                              g.a + (ic + i0) * rs_a + pc * cs_a, rs_a, cs_a, apack + i0 * kc);
-          for (std::int64_t s = s_begin; s < s_end; ++s) {
-            const std::int64_t j0 = s * NR;
-            const int cols = static_cast<int>(min64(NR, nc - j0));
-            const float *bp = bpack + j0 * kc;
-            for (std::int64_t i0 = 0; i0 < mc; i0 += MR) {
-              const int rows = static_cast<int>(min64(MR, mc - i0));
-              float *cp = g.c + (ic + i0) * g.ldc + jc + j0;
-              if (rows == MR && cols == NR)
-                sgemm_ukernel<V, MR, NV>(kc, apack + i0 * kc, bp, g.alpha, beta, cp, g.ldc);
+          for (std::int64_t i0 = 0; i0 < mc; i0 += MR) {
+            const int rows = static_cast<int>(min64(MR, mc - i0));
+            const float *a_src = g.a + (ic + i0) * rs_a + pc * cs_a;
+            float *const c_row = g.c + (ic + i0) * g.ldc + jc;
+            if (!direct_a) pack_a_sliver<MR>(kc, rows, a_src, rs_a, cs_a, apack);
+            // The A sliver stays in L1 while the B slivers stream past it.
+            for (std::int64_t s = s_begin; s < s_end; ++s) {
+              const std::int64_t j0 = s * NR;
+              const int cols = static_cast<int>(min64(NR, nc - j0));
+              const float *bp = bpack + j0 * kc;
+              if (direct_a)
+                TileKernel<V, MR, NV, false>::run(rows, kc, a_src, bp, g.alpha, beta, c_row + j0,
+                                                  g.ldc, cols, rs_a);
               else
-                sgemm_ukernel_edge<V, MR, NV>(kc, apack + i0 * kc, bp, g.alpha, beta, cp, g.ldc,
-                                              rows, cols);
+                TileKernel<V, MR, NV, true>::run(rows, kc, apack, bp, g.alpha, beta, c_row + j0,
+                                                 g.ldc, cols, 0);
             }
           }
         } // implicit barrier: B panel free for the next pc

@@ -1,7 +1,12 @@
-// The register-tiled SGEMM micro-kernel: C[MR x NR] = alpha * Ap * Bp + beta * C
-// with NR = NV vector widths. Ap is an MR-tall packed sliver (kc columns of MR
-// contiguous floats), Bp an NR-wide packed sliver (kc rows of NR floats).
-// MR * NV accumulators live in registers for the whole kc loop.
+// The register-tiled SGEMM micro-kernel: C[R x NR] = alpha * A * Bp + beta * C
+// with NR = NV vector widths. Bp is an NR-wide packed sliver (kc rows of NR
+// floats); R * NV accumulators live in registers for the whole kc loop.
+//
+// A comes one of two ways, chosen by the template argument AStep:
+//   AStep > 0   a packed sliver: element (i, p) at ap[p * AStep + i], where
+//               AStep is the sliver height MR (R may be smaller at an edge);
+//   AStep == 0  A in place: row i at ap + i * lda, contiguous along k (used
+//               when a packed copy would be reused too little to pay off).
 //
 // Compiled once per instruction set (this header is included inside the
 // instruction set's namespace, AK_ISA_NS).
@@ -12,16 +17,16 @@
 namespace ak {
 namespace AK_ISA_NS {
 
-// Full tile: writes rows x cols of C; rows == MR and cols == NR here.
-template <class V, int MR, int NV>
+template <class V, int R, int NV, int AStep = R>
 inline void sgemm_ukernel(std::int64_t kc, const float *__restrict ap, const float *__restrict bp,
-                          float alpha, float beta, float *__restrict c, std::int64_t ldc) {
+                          float alpha, float beta, float *__restrict c, std::int64_t ldc,
+                          std::int64_t lda = 0) {
   using reg = typename V::reg;
   constexpr int W = V::width;
   constexpr int NR = NV * W;
-  reg acc[MR][NV];
+  reg acc[R][NV];
 #pragma GCC unroll 32
-  for (int i = 0; i < MR; ++i)
+  for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
 
@@ -30,12 +35,12 @@ inline void sgemm_ukernel(std::int64_t kc, const float *__restrict ap, const flo
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) b[v] = V::loadu(bp + v * W);
 #pragma GCC unroll 32
-    for (int i = 0; i < MR; ++i) {
-      const reg a = V::set1(ap[i]);
+    for (int i = 0; i < R; ++i) {
+      const reg a = V::set1(AStep > 0 ? ap[i] : ap[i * lda]);
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) acc[i][v] = V::fmadd(a, b[v], acc[i][v]);
     }
-    ap += MR;
+    ap += AStep > 0 ? AStep : 1;
     bp += NR;
   }
 
@@ -43,14 +48,14 @@ inline void sgemm_ukernel(std::int64_t kc, const float *__restrict ap, const flo
   const bool unit_alpha = alpha == 1.0f;
   if (beta == 0.0f) { // C is write-only: NaN already there must not leak in
 #pragma GCC unroll 32
-    for (int i = 0; i < MR; ++i)
+    for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v)
         V::storeu(c + i * ldc + v * W, unit_alpha ? acc[i][v] : V::mul(va, acc[i][v]));
   } else {
     const reg vb = V::set1(beta);
 #pragma GCC unroll 32
-    for (int i = 0; i < MR; ++i)
+    for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) {
         float *cp = c + i * ldc + v * W;
@@ -60,20 +65,39 @@ inline void sgemm_ukernel(std::int64_t kc, const float *__restrict ap, const flo
   }
 }
 
-// Edge tile (rows < MR or cols < NR): the same kernel on a local MR x NR copy
-// of C, so edge elements see exactly the arithmetic of interior ones.
-template <class V, int MR, int NV>
-inline void sgemm_ukernel_edge(std::int64_t kc, const float *ap, const float *bp, float alpha,
-                               float beta, float *c, std::int64_t ldc, int rows, int cols) {
-  constexpr int NR = NV * V::width;
-  alignas(64) float tile[MR * NR];
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j)
-      tile[i * NR + j] = (beta != 0.0f && i < rows && j < cols) ? c[i * ldc + j] : 0.0f;
-  sgemm_ukernel<V, MR, NV>(kc, ap, bp, alpha, beta, tile, NR);
-  for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < cols; ++j) c[i * ldc + j] = tile[i * NR + j];
-}
+// Any tile of `rows` <= MR rows and `cols` <= NR columns. Rows: a kernel
+// instance with exactly that many rows, so a short edge costs only its own
+// rows. Columns: a short edge runs on a local rows x NR copy of C, so edge
+// elements see exactly the arithmetic of interior ones.
+template <class V, int MR, int NV, bool PackedA> struct TileKernel {
+  static constexpr int NR = NV * V::width;
+
+  template <int R>
+  static void rows_exact(std::int64_t kc, const float *ap, const float *bp, float alpha, float beta,
+                         float *c, std::int64_t ldc, int cols, std::int64_t lda) {
+    constexpr int AStep = PackedA ? MR : 0;
+    if (cols == NR) {
+      sgemm_ukernel<V, R, NV, AStep>(kc, ap, bp, alpha, beta, c, ldc, lda);
+      return;
+    }
+    alignas(64) float tile[R * NR];
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < NR; ++j)
+        tile[i * NR + j] = (beta != 0.0f && j < cols) ? c[i * ldc + j] : 0.0f;
+    sgemm_ukernel<V, R, NV, AStep>(kc, ap, bp, alpha, beta, tile, NR, lda);
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < cols; ++j) c[i * ldc + j] = tile[i * NR + j];
+  }
+
+  template <int R = MR>
+  static void run(int rows, std::int64_t kc, const float *ap, const float *bp, float alpha,
+                  float beta, float *c, std::int64_t ldc, int cols, std::int64_t lda) {
+    if constexpr (R > 0) {
+      if (rows == R) return rows_exact<R>(kc, ap, bp, alpha, beta, c, ldc, cols, lda);
+      run<R - 1>(rows, kc, ap, bp, alpha, beta, c, ldc, cols, lda);
+    }
+  }
+};
 
 } // namespace AK_ISA_NS
 } // namespace ak

@@ -10,6 +10,7 @@ using V = XsimdVec<xsimd::fma3<xsimd::avx2>>;
 struct GemmBlocks {
   static constexpr int width = 8, mr = 6, nv = 2;
   static constexpr std::int64_t mc = 144, kc = 256, nc = 4096;
+  static constexpr std::int64_t direct_a_max_slivers = 16;
 };
 } // namespace ak::avx2
 

@@ -13,6 +13,7 @@ using V = XsimdVec<xsimd::avx512f>;
 struct GemmBlocks {
   static constexpr int width = 16, mr = 12, nv = 2;
   static constexpr std::int64_t mc = 192, kc = 256, nc = 4096;
+  static constexpr std::int64_t direct_a_max_slivers = 16;
 };
 } // namespace ak::avx512
 

@@ -9,6 +9,7 @@ using V = XsimdVec<xsimd::neon64>;
 struct GemmBlocks {
   static constexpr int width = 4, mr = 8, nv = 3;
   static constexpr std::int64_t mc = 128, kc = 256, nc = 4092;
+  static constexpr std::int64_t direct_a_max_slivers = 16;
 };
 } // namespace ak::neon
 
