@@ -89,6 +89,16 @@ AK_API ak_status ak_sgemm(ak_trans ta, ak_trans tb, int64_t m, int64_t n, int64_
                           const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                           float *c, int64_t ldc);
 
+/* The SGEMM blocking of the instruction set in use, for tests that probe
+   every block edge and for tuning: the register tile is mr x nr, A is cut
+   into mc-row blocks, k into blocks of at most kc (all equal), B into nc-wide
+   panels; products with m <= skinny_m take the streaming (GEMV-like) path
+   instead. */
+typedef struct {
+  int64_t mr, nr, mc, kc, nc, skinny_m;
+} ak_sgemm_blocking;
+AK_API ak_status ak_sgemm_get_blocking(ak_sgemm_blocking *out);
+
 /* batch independent products; matrix i starts at a + i * stride_a etc. A
    stride of 0 for A or B reuses one matrix for every product. C's matrices
    must not overlap. */

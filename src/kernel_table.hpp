@@ -44,8 +44,14 @@ struct AttentionArgs {
   float *lse, *probs;          // optional
 };
 
+// The SGEMM blocking of one instruction set (see ak_sgemm_blocking).
+struct GemmBlocking {
+  std::int64_t mr, nr, mc, kc, nc, skinny_m;
+};
+
 struct KernelTable {
   const char *name; // as ak_get_isa() reports it
+  GemmBlocking gemm_blocking;
   KernelStatus (*sgemm)(const GemmArgs &args, const GemmBatch &batch, int threads);
   // Row-wise softmax (log_softmax when `log`) of a rows x cols matrix.
   void (*softmax_rows)(std::int64_t rows, std::int64_t cols, const float *x, std::int64_t ldx,

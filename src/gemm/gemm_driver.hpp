@@ -15,31 +15,16 @@
 
 #include <cstdint>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "../kernel_table.hpp"
 #include "../scratch.hpp"
 #include "../threading.hpp"
+#include "gemm_common.hpp"
 #include "gemm_pack.hpp"
+#include "sgemm_skinny.hpp"
 #include "sgemm_ukernel.hpp"
 
 namespace ak {
 namespace AK_ISA_NS {
-
-inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-inline std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
-inline std::int64_t min64(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
-inline std::int64_t max64(std::int64_t a, std::int64_t b) { return a > b ? a : b; }
-
-inline int omp_thread_id() {
-#ifdef _OPENMP
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
-}
 
 // C = beta * C (beta == 0 writes zeros), for k == 0 or alpha == 0.
 inline void scale_c(const GemmArgs &g, int threads) {
@@ -90,6 +75,8 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
     scale_c(g, threads);
     return KernelStatus::ok;
   }
+  static_assert(Cfg::skinny_m <= 8, "the skinny kernels are instantiated for m <= 8");
+  if (g.m <= Cfg::skinny_m) return sgemm_skinny<V>(g, threads);
   const GemmPlan plan = plan_gemm<Cfg>(g, threads);
   // op(A)(i, p) = a[i * rs_a + p * cs_a]; op(B)(p, j) = b[p * rs_b + j * cs_b]
   const std::int64_t rs_a = g.trans_a ? 1 : g.lda, cs_a = g.trans_a ? g.lda : 1;

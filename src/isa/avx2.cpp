@@ -11,6 +11,7 @@ struct GemmBlocks {
   static constexpr int width = 8, mr = 6, nv = 2;
   static constexpr std::int64_t mc = 144, kc = 256, nc = 4096;
   static constexpr std::int64_t direct_a_max_slivers = 16;
+  static constexpr std::int64_t skinny_m = 8;
 };
 } // namespace ak::avx2
 

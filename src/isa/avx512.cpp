@@ -14,6 +14,7 @@ struct GemmBlocks {
   static constexpr int width = 16, mr = 12, nv = 2;
   static constexpr std::int64_t mc = 192, kc = 256, nc = 4096;
   static constexpr std::int64_t direct_a_max_slivers = 16;
+  static constexpr std::int64_t skinny_m = 8;
 };
 } // namespace ak::avx512
 

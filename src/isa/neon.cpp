@@ -10,6 +10,7 @@ struct GemmBlocks {
   static constexpr int width = 4, mr = 8, nv = 3;
   static constexpr std::int64_t mc = 128, kc = 256, nc = 4092;
   static constexpr std::int64_t direct_a_max_slivers = 16;
+  static constexpr std::int64_t skinny_m = 8;
 };
 } // namespace ak::neon
 

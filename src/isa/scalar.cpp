@@ -9,6 +9,7 @@ struct GemmBlocks {
   static constexpr int width = 1, mr = 4, nv = 4;
   static constexpr std::int64_t mc = 128, kc = 256, nc = 4096;
   static constexpr std::int64_t direct_a_max_slivers = 16;
+  static constexpr std::int64_t skinny_m = 8;
 };
 } // namespace ak::scalar
 

@@ -10,6 +10,7 @@ struct GemmBlocks {
   static constexpr int width = 4, mr = 6, nv = 2;
   static constexpr std::int64_t mc = 120, kc = 256, nc = 4096;
   static constexpr std::int64_t direct_a_max_slivers = 16;
+  static constexpr std::int64_t skinny_m = 8;
 };
 } // namespace ak::sse2
 

@@ -1,0 +1,232 @@
+// Skinny SGEMM: m <= GemmBlocks::skinny_m rows of C (the projections of a
+// decode step, x * W). Each element of B is used m times, so the product is
+// bound by streaming B from memory; packing B (or a tiny A) would only add
+// a second pass over it. Two GEMV-like kernels read B where it lies:
+//
+//   B rows contiguous along n (op(B) = B, row-major k x n): a register tile
+//     of m rows x NV vectors of C; each k step loads NV vectors of one B row
+//     and broadcasts A(i, p). B is walked one column strip at a time.
+//   B rows contiguous along k (op(B) = B^T, the usual weight layout): J
+//     columns of C at a time, each a dot product of A's rows with one row of
+//     B, vectorized along k and reduced at the end.
+//
+// Threads split the columns of C; every element's sum runs in the same order
+// whatever the thread count. A is copied to a contiguous m x k block first
+// when its rows are not contiguous (at most skinny_m * k floats).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "../kernel_table.hpp"
+#include "../scratch.hpp"
+#include "../threading.hpp"
+#include "gemm_common.hpp"
+
+namespace ak {
+namespace AK_ISA_NS {
+
+// Vector registers the accumulators of a skinny tile may take.
+template <class V> constexpr int skinny_acc_budget() { return V::width >= 16 ? 16 : 8; }
+
+inline float skinny_finish(float sum, float alpha, float beta, const float *c) {
+  const float t = alpha == 1.0f ? sum : alpha * sum;
+  return beta == 0.0f ? t : t + beta * *c;
+}
+
+// ---------------------------------------------------- B contiguous along n
+
+// Accumulates C_acc[0:M, 0 : NV*W] += A[0:M, p0:p1] * B[p0:p1, strip] for
+// M rows; A row i at a + i * lda (contiguous), acc row i at acc + i * ldacc.
+// The accumulators round-trip through memory between k blocks, which is
+// exact, so the sum per element is one unbroken chain of fused multiply-adds.
+template <class V, int M, int NV>
+inline void skinny_n_tile(std::int64_t p0, std::int64_t p1, const float *a, std::int64_t lda,
+                          const float *b, std::int64_t ldb, float *acc_mem, std::int64_t ldacc) {
+  using reg = typename V::reg;
+  constexpr int W = V::width;
+  reg acc[M][NV];
+#pragma GCC unroll 8
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[i][v] = V::loadu(acc_mem + i * ldacc + v * W);
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const float *bp = b + p * ldb;
+    reg bv[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) bv[v] = V::loadu(bp + v * W);
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i) {
+      const reg av = V::set1(a[i * lda + p]);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::fmadd(av, bv[v], acc[i][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) V::storeu(acc_mem + i * ldacc + v * W, acc[i][v]);
+}
+
+// Columns [j0, j1) of C: k is walked in blocks of kBlock rows, and within a
+// block every strip of the range in turn, so B is read row segment after row
+// segment (a linear stream per block) rather than down one narrow strip of
+// the whole matrix (a page per row). acc holds M x (j1 - j0) running sums.
+template <class V, int M>
+void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const float *a,
+                    std::int64_t lda, const float *b, std::int64_t ldb, float alpha, float beta,
+                    float *c, std::int64_t ldc, float *acc) {
+  constexpr int W = V::width;
+  constexpr int NV0 = skinny_acc_budget<V>() / M;
+  constexpr int NV = NV0 < 1 ? 1 : NV0 > 8 ? 8 : NV0;
+  constexpr std::int64_t strip = NV * W, kBlock = 8;
+  const std::int64_t width = j1 - j0;
+  const std::int64_t strips_end = width / strip * strip, vec_end = width / W * W;
+  for (std::int64_t x = 0; x < M * width; ++x) acc[x] = 0.0f;
+  for (std::int64_t p0 = 0; p0 < k; p0 += kBlock) {
+    const std::int64_t p1 = p0 + kBlock < k ? p0 + kBlock : k;
+    for (std::int64_t j = 0; j < strips_end; j += strip)
+      skinny_n_tile<V, M, NV>(p0, p1, a, lda, b + j0 + j, ldb, acc + j, width);
+    for (std::int64_t j = strips_end; j < vec_end; j += W)
+      skinny_n_tile<V, M, 1>(p0, p1, a, lda, b + j0 + j, ldb, acc + j, width);
+    for (std::int64_t j = vec_end; j < width; ++j) // the same chain, one lane
+      for (int i = 0; i < M; ++i) {
+        float sum = acc[i * width + j];
+        for (std::int64_t p = p0; p < p1; ++p)
+          sum = std::fma(a[i * lda + p], b[p * ldb + j0 + j], sum);
+        acc[i * width + j] = sum;
+      }
+  }
+  for (int i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < width; ++j)
+      c[i * ldc + j0 + j] = skinny_finish(acc[i * width + j], alpha, beta, c + i * ldc + j0 + j);
+}
+
+// ---------------------------------------------------- B contiguous along k
+
+// sum[i * lds + j] += dot(A row i, B row j) over k in [p0, p1), for M rows
+// of A and J rows of B (rows at a + i * lda and b + j * ldb, contiguous
+// along k), vectorized along k and reduced once per block.
+template <class V, int M, int J>
+inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std::int64_t lda,
+                          const float *b, std::int64_t ldb, float *sum, std::int64_t lds) {
+  using reg = typename V::reg;
+  constexpr int W = V::width;
+  reg acc[M][J];
+#pragma GCC unroll 8
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < J; ++j) acc[i][j] = V::zero();
+  const std::int64_t p_vec = p0 + (p1 - p0) / W * W;
+  for (std::int64_t p = p0; p < p_vec; p += W) {
+    reg bv[J];
+#pragma GCC unroll 8
+    for (int j = 0; j < J; ++j) bv[j] = V::loadu(b + j * ldb + p);
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i) {
+      const reg av = V::loadu(a + i * lda + p);
+#pragma GCC unroll 8
+      for (int j = 0; j < J; ++j) acc[i][j] = V::fmadd(av, bv[j], acc[i][j]);
+    }
+  }
+  if (p_vec < p1) { // the last few terms, zero-padded to one more vector
+    alignas(64) float at[M][W] = {}, bt[J][W] = {};
+    for (std::int64_t p = p_vec; p < p1; ++p) {
+      for (int i = 0; i < M; ++i) at[i][p - p_vec] = a[i * lda + p];
+      for (int j = 0; j < J; ++j) bt[j][p - p_vec] = b[j * ldb + p];
+    }
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < J; ++j) acc[i][j] = V::fmadd(V::loadu(at[i]), V::loadu(bt[j]), acc[i][j]);
+  }
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < J; ++j) sum[i * lds + j] += V::reduce_add(acc[i][j]);
+}
+
+// Columns [j0, j1) of C. k is cut into blocks whose slice of A (M rows)
+// fits in 16 KiB, so A is re-read from L1 by every group of J columns while
+// B streams past once; the blocks' partial dot products add up in order.
+template <class V, int M>
+void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const float *a,
+                    std::int64_t lda, const float *b, std::int64_t ldb, float alpha, float beta,
+                    float *c, std::int64_t ldc, float *sum) {
+  constexpr int J0 = skinny_acc_budget<V>() / M;
+  constexpr int J = J0 < 1 ? 1 : J0 > 8 ? 8 : J0;
+  constexpr std::int64_t kBlock = 4096 / M / 16 * 16;
+  const std::int64_t width = j1 - j0, groups_end = width / J * J;
+  for (std::int64_t x = 0; x < M * width; ++x) sum[x] = 0.0f;
+  for (std::int64_t p0 = 0; p0 < k; p0 += kBlock) {
+    const std::int64_t p1 = p0 + kBlock < k ? p0 + kBlock : k;
+    for (std::int64_t j = 0; j < groups_end; j += J)
+      skinny_k_tile<V, M, J>(p0, p1, a, lda, b + (j0 + j) * ldb, ldb, sum + j, width);
+    for (std::int64_t j = groups_end; j < width; ++j)
+      skinny_k_tile<V, M, 1>(p0, p1, a, lda, b + (j0 + j) * ldb, ldb, sum + j, width);
+  }
+  for (int i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < width; ++j)
+      c[i * ldc + j0 + j] = skinny_finish(sum[i * width + j], alpha, beta, c + i * ldc + j0 + j);
+}
+
+// Columns dealt out to threads in whole cache lines of C (16 floats); each
+// thread's running sums live in its own slice of one scratch buffer.
+template <class V, int M, bool BAlongK>
+KernelStatus skinny_columns(std::int64_t n, std::int64_t k, const float *a, std::int64_t lda,
+                            const float *b, std::int64_t ldb, float alpha, float beta, float *c,
+                            std::int64_t ldc, int threads) {
+  constexpr std::int64_t kGrain = 16;
+  Scratch scratch(static_cast<std::size_t>(M * (n + kGrain * threads)));
+  if (!scratch.data()) return KernelStatus::out_of_memory;
+  const std::int64_t chunks = (n + kGrain - 1) / kGrain;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    const int t = omp_thread_id(), nt = omp_team_size();
+    const std::int64_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
+    const std::int64_t j0 = c0 * kGrain, j1 = c1 * kGrain < n ? c1 * kGrain : n;
+    float *const part = scratch.data() + M * (j0 + kGrain * t);
+    if (j0 < j1) {
+      if (BAlongK)
+        skinny_k_range<V, M>(j0, j1, k, a, lda, b, ldb, alpha, beta, c, ldc, part);
+      else
+        skinny_n_range<V, M>(j0, j1, k, a, lda, b, ldb, alpha, beta, c, ldc, part);
+    }
+  }
+  return KernelStatus::ok;
+}
+
+// ------------------------------------------------------------------ driver
+
+template <class V, int M = 1>
+KernelStatus skinny_dispatch(int m, bool b_along_k, std::int64_t n, std::int64_t k, const float *a,
+                             std::int64_t lda, const float *b, std::int64_t ldb, float alpha,
+                             float beta, float *c, std::int64_t ldc, int threads) {
+  if constexpr (M > 8) {
+    return KernelStatus::ok; // unreachable: m <= 8
+  } else {
+    if (m != M)
+      return skinny_dispatch<V, M + 1>(m, b_along_k, n, k, a, lda, b, ldb, alpha, beta, c, ldc,
+                                       threads);
+    if (b_along_k)
+      return skinny_columns<V, M, true>(n, k, a, lda, b, ldb, alpha, beta, c, ldc, threads);
+    return skinny_columns<V, M, false>(n, k, a, lda, b, ldb, alpha, beta, c, ldc, threads);
+  }
+}
+
+// Requires 1 <= g.m <= 8, g.k >= 1 and alpha != 0 (sgemm_one handles the rest).
+template <class V> KernelStatus sgemm_skinny(const GemmArgs &g, int threads) {
+  threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, 1.0e6);
+  const float *a = g.a;
+  std::int64_t lda = g.lda;
+  Scratch scratch(g.trans_a ? static_cast<std::size_t>(g.m * g.k) : 0);
+  if (g.trans_a) { // A is stored k x m: gather its m rows
+    if (!scratch.data()) return KernelStatus::out_of_memory;
+    float *ac = scratch.data();
+    for (std::int64_t p = 0; p < g.k; ++p)
+      for (std::int64_t i = 0; i < g.m; ++i) ac[i * g.k + p] = g.a[p * g.lda + i];
+    a = ac;
+    lda = g.k;
+  }
+  return skinny_dispatch<V>(static_cast<int>(g.m), g.trans_b, g.n, g.k, a, lda, g.b, g.ldb, g.alpha,
+                            g.beta, g.c, g.ldc, threads);
+}
+
+} // namespace AK_ISA_NS
+} // namespace ak
