@@ -845,6 +845,25 @@ TEST(CapiErrorsConfig, ThreadCount) {
   EXPECT_GE(ak_get_num_threads(), 1);
 }
 
+TEST(CapiErrorsConfig, SgemmBlockingFollowsTheIsa) {
+  EXPECT_EQ(ak_sgemm_get_blocking(nullptr), AK_ERR_NULL_POINTER);
+  EXPECT_NE(std::strstr(ak_last_error(), "out is NULL"), nullptr) << ak_last_error();
+  const std::string original = ak_get_isa();
+  for (const char *name : {"avx512", "avx2", "sse2", "neon", "scalar"}) {
+    if (!ak_isa_supported(name)) continue;
+    ASSERT_EQ(ak_set_isa(name), AK_OK);
+    ak_sgemm_blocking b{};
+    ASSERT_EQ(ak_sgemm_get_blocking(&b), AK_OK) << name;
+    EXPECT_GE(b.mr, 1) << name;
+    EXPECT_GE(b.nr, 1) << name;
+    EXPECT_EQ(b.mc % b.mr, 0) << name << ": mc must hold whole register tiles";
+    EXPECT_EQ(b.nc % b.nr, 0) << name << ": nc must hold whole register tiles";
+    EXPECT_GE(b.kc, 1) << name;
+    EXPECT_GE(b.skinny_m, 0) << name;
+  }
+  ASSERT_EQ(ak_set_isa(original.c_str()), AK_OK);
+}
+
 // -------------------------------------------------------------- attention
 
 TEST(CapiErrorsDesc, InitSetsSizeAndWindows) {

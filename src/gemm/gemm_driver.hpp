@@ -57,13 +57,17 @@ template <class Cfg> GemmPlan plan_gemm(const GemmArgs &g, int threads) {
   p.nc = min64(round_up(g.n, NR), Cfg::nc);
   p.threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, 4.0e6);
   const int t = p.threads;
-  p.n_ic = ceil_div(g.m, Cfg::mc);
-  if (t > 1 && p.n_ic >= t) p.n_ic = round_up(p.n_ic, t); // even shares of m
-  p.mc = round_up(ceil_div(g.m, p.n_ic), Cfg::mr);
+  // Row blocks: at most MC rows; with a team, small enough that there are
+  // about four per thread, so that dynamic scheduling can even out a thread
+  // slowed by anything else running on its core.
+  const std::int64_t row_slivers = ceil_div(g.m, Cfg::mr);
+  std::int64_t group = Cfg::mc / Cfg::mr;
+  if (t > 1) group = max64(1, min64(group, ceil_div(row_slivers, 4 * t)));
+  p.mc = group * Cfg::mr;
   p.n_ic = ceil_div(g.m, p.mc);
   // Too few row blocks for the team: deal each panel's slivers out as well.
   const std::int64_t slivers = ceil_div(p.nc, NR);
-  p.n_parts = p.n_ic >= t ? 1 : min64(ceil_div(t, p.n_ic), slivers);
+  p.n_parts = p.n_ic >= 2 * t ? 1 : min64(ceil_div(2 * t, p.n_ic), slivers);
   return p;
 }
 
@@ -109,7 +113,7 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
         } // implicit barrier: B panel complete
 
         const std::int64_t per_part = ceil_div(slivers, plan.n_parts);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
         for (std::int64_t item = 0; item < plan.n_ic * plan.n_parts; ++item) {
           const std::int64_t ic = (item / plan.n_parts) * plan.mc;
           const std::int64_t part = item % plan.n_parts;
