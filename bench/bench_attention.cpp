@@ -208,8 +208,8 @@ bool call_unfused(const AttnShape &s, const Data &w, float *out, int threads) {
         const std::int64_t hk = h / group;
         const float *v = w.v.data() + (b * s.kv_heads + hk) * kv_len * dv;
         float *o = out + (b * s.heads + h) * q_len * dv;
-        if (!peers::onednn_sgemm(false, q_len, dv, kv_len, S + (h - h0) * q_len * kv_len, kv_len, v,
-                                 dv, o, dv))
+        if (!peers::onednn_sgemm(false, false, q_len, dv, kv_len, S + (h - h0) * q_len * kv_len,
+                                 kv_len, v, dv, o, dv))
           return false;
       }
     }

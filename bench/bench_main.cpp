@@ -2,6 +2,7 @@
 // records what was measured (context), registers the benchmarks and runs them.
 #include "bench_attention.hpp"
 #include "bench_common.hpp"
+#include "bench_peak.hpp"
 #include "bench_sgemm.hpp"
 #include "bench_softmax.hpp"
 #include "peers.hpp"
@@ -38,8 +39,7 @@ std::string settle_openblas_coretype(char **argv) {
     if (have == nullptr || std::strcmp(have, force) != 0) {
       setenv("OPENBLAS_CORETYPE", force, 1);
       execv("/proc/self/exe", argv);
-      std::fprintf(stderr, "ak_bench: execv(/proc/self/exe) failed; %s not applied\n",
-                   kForceVar);
+      std::fprintf(stderr, "ak_bench: execv(/proc/self/exe) failed; %s not applied\n", kForceVar);
       unsetenv("OPENBLAS_CORETYPE");
       if (have != nullptr) setenv("OPENBLAS_CORETYPE", have, 1);
       return have != nullptr ? std::string(have) + " (preset; forcing failed)"
@@ -84,9 +84,7 @@ std::string cpu_model() {
   return "unknown";
 }
 
-void add(const char *key, const std::string &value) {
-  benchmark::AddCustomContext(key, value);
-}
+void add(const char *key, const std::string &value) { benchmark::AddCustomContext(key, value); }
 
 } // namespace
 
@@ -112,6 +110,7 @@ int main(int argc, char **argv) {
       "(causal), oneDNN softmax primitive in place, dnnl_sgemm P*V (decode: one softmax call "
       "for all heads' score rows)");
 
+  akb::register_peak_benchmarks();
   akb::register_sgemm_benchmarks();
   akb::register_softmax_benchmarks();
   akb::register_attention_benchmarks();

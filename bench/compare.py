@@ -7,9 +7,13 @@ Reads the file written by `ak_bench --benchmark_out=RESULTS.json
 --benchmark_out_format=json`. With --benchmark_repetitions the median
 aggregate is used (and the coefficient of variation, when present, is shown
 as a noise column); without, the median of the plain runs. Benchmarks are
-named <kind>/<impl>/<shape>/threads:<t> with kind sgemm, softmax, attention
+named <kind>/<impl>/<shape>/threads:<t> with kind peak (the FMA peak per
+instruction set: peak/fma/<isa>), sgemm, sgemm_isa (attnkern forced to one
+instruction set, and the plain loop), sgemm_batched, softmax, attention
 (prefill), decode or membw (the streaming-read reference); anything else in
-the file is ignored. Standard library only.
+the file is ignored, and a table whose benchmarks are missing is left out (a
+column whose reference is missing shows "—"). Standard library only; chart.py
+imports load() and the peak/cell helpers from here.
 """
 
 import argparse
@@ -21,10 +25,14 @@ import sys
 from collections import OrderedDict
 
 NAME_RE = re.compile(
-    r"^(sgemm|softmax|attention|decode|membw)/([^/]+)/([^/]+)/threads:(\d+)(?:/|$)")
+    r"^(sgemm_isa|sgemm_batched|sgemm|softmax|attention|decode|membw|peak)/([^/]+)/([^/]+)"
+    r"/threads:(\d+)(?:/|$)")
 
 # Every kind, in the order of the report.
-ALL_KINDS = ["sgemm", "softmax", "attention", "decode", "membw"]
+ALL_KINDS = ["peak", "sgemm", "sgemm_isa", "sgemm_batched", "softmax", "attention", "decode",
+             "membw"]
+# Instruction sets of the peak benchmarks, best first.
+ISA_ORDER = ["avx512", "avx2", "sse2", "neon", "scalar"]
 # Counters kept per benchmark (rates, per second).
 COUNTERS = ["flops", "bytes"]
 # (kind) -> counter shown, its scale, the implementations in column order
@@ -145,15 +153,28 @@ def noise(impls):
 
 
 def sgemm_group(shape):
-    return "squares" if shape.startswith(("nn_", "nt_")) else "attention"
+    if shape.startswith(("nn_", "nt_")):
+        return "squares"
+    if shape.startswith(("qk_", "pv_")):
+        return "attention"
+    if shape.startswith(("tn_", "tt_")):
+        return "transposed"
+    if shape.startswith("skinny_"):
+        return "skinny"
+    return "other"
 
 
 def sgemm_shape_cols(shape, label):
-    # label: "m=.. n=.. k=.. NN|NT"
-    m = re.match(r"m=(\d+) n=(\d+) k=(\d+) (N[NT])", label or "")
+    # label: "m=.. n=.. k=.. NN|NT|TN|TT[ ...]"
+    m = re.match(r"m=(\d+) n=(\d+) k=(\d+) ([NT][NT])", label or "")
     if m:
         return f"{m.group(1)}×{m.group(2)}×{m.group(3)}", m.group(4)
     return "?", "?"
+
+
+def sgemm_mnk(label):
+    m = re.match(r"m=(\d+) n=(\d+) k=(\d+)", label or "")
+    return tuple(int(x) for x in m.groups()) if m else None
 
 
 def table(kind, entries, has_cv):
@@ -367,6 +388,378 @@ def membw_table(entries, has_cv):
     return lines
 
 
+# ------------------------------------------------------------------ SGEMM
+
+SGEMM_IMPLS = ["attnkern", "onednn", "openblas"]
+TRANSPOSE_SHAPES = ["nn_1024", "nt_1024", "tn_1024", "tt_1024"]
+SKINNY_RE = re.compile(r"^skinny_(nn|nt)_m(\d+)$")
+BATCH_RE = re.compile(r"^b(\d+)_(\d+)x(\d+)x(\d+)$")
+PLAIN_LOOP = "plain_loop"
+
+
+def header(head, left):
+    """A Markdown table header: the first `left` columns left-aligned, the
+    rest right-aligned."""
+    return ["| " + " | ".join(head) + " |",
+            "|" + "|".join(["---"] * left + ["---:"] * (len(head) - left)) + "|"]
+
+
+def fmt_pct(x, digits=0):
+    return "—" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def fmt_x(x):
+    return "—" if x is None else f"{x:.2f}×"
+
+
+def peaks(entries):
+    """(isa, threads) -> GFLOP/s of peak/fma/<isa>/threads:<t>."""
+    pk = {}
+    for (kind, shape, threads), by_impl in entries.items():
+        if kind == "peak":
+            e = by_impl.get("fma")
+            v = e.value("flops") if e else None
+            if v is not None:
+                pk[(shape, threads)] = v / 1e9
+    return pk
+
+
+def best_peak(pk, threads):
+    """(isa, GFLOP/s) of the best instruction set measured at `threads`: the
+    yardstick of the "% of peak" columns."""
+    for isa in ISA_ORDER:
+        if (isa, threads) in pk:
+            return isa, pk[(isa, threads)]
+    return None, None
+
+
+def values(by_impl, impls, counter, scale):
+    """(cell texts, values) of a row's implementations."""
+    texts, vals = [], []
+    for i in impls:
+        t, v = cell(by_impl, i, counter, scale)
+        texts.append(t)
+        vals.append(v)
+    return texts, vals
+
+
+def row_label(by_impl):
+    return next((e.label for e in by_impl.values() if e.label), "")
+
+
+def peak_table(entries, has_cv, context):
+    pk = peaks(entries)
+    mhz = context.get("mhz_per_cpu")
+    mhz = mhz if isinstance(mhz, (int, float)) and mhz > 0 else None
+    head = ["ISA", "thr", "GFLOP/s",
+            f"FLOP/cycle/thread at {mhz} MHz" if mhz else "FLOP/cycle/thread",
+            "× 1 thread", "loop"]
+    if has_cv:
+        head.append("cv")
+    lines = ["| " + " | ".join(head) + " |",
+             "|---|---:|---:|---:|---:|---|" + ("---:|" if has_cv else "")]
+    for (kind, shape, threads), by_impl in entries.items():
+        if kind != "peak":
+            continue
+        e = by_impl.get("fma")
+        if e is None:
+            continue
+        t, v = cell(by_impl, "fma", "flops", 1e9)
+        per_cycle = v * 1e3 / mhz / threads if v is not None and mhz else None
+        cells = [shape, str(threads), t, fmt(per_cycle), fmt_x(ratio(v, pk.get((shape, 1)))),
+                 e.label]
+        if has_cv:
+            cells.append("—" if e.cv is None else f"{100 * e.cv:.1f}%")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def sgemm_table(entries, has_cv, pk):
+    """The three-way table of the issue's shapes (squares, attention) and any
+    other sgemm shape that has no table of its own; "% of peak" columns when
+    the JSON has peak benchmarks."""
+    impls = SGEMM_IMPLS
+    show_peak = bool(pk)
+    head = ["shape", "m×n×k", "op", "thr"] + [f"{PRETTY[i]} GFLOP/s" for i in impls]
+    if show_peak:
+        head += [f"{PRETTY[i]} % of peak" for i in impls]
+    head += ["attnkern/oneDNN", "attnkern/OpenBLAS"]
+    if has_cv:
+        head.append("max cv")
+    lines = header(head, 4)
+    rows = []
+    for (kind, shape, threads), by_impl in entries.items():
+        if kind != "sgemm" or sgemm_group(shape) in ("transposed", "skinny"):
+            continue
+        texts, vals = values(by_impl, impls, "flops", 1e9)
+        _, peak = best_peak(pk, threads)
+        pcts = [ratio(v, peak) for v in vals]
+        ratios = [ratio(vals[0], vals[1]), ratio(vals[0], vals[2])]
+        cells = [shape, *sgemm_shape_cols(shape, row_label(by_impl)), str(threads)] + texts
+        if show_peak:
+            cells += [fmt_pct(p) for p in pcts]
+        cells += [fmt(r, 2) for r in ratios]
+        if has_cv:
+            cells.append(noise(by_impl))
+        lines.append("| " + " | ".join(cells) + " |")
+        rows.append({"group": sgemm_group(shape), "thr": threads, "vals": vals, "pcts": pcts,
+                     "ratios": ratios})
+
+    def summary(title, pick):
+        sel = [r for r in rows if pick(r) and all(v is not None for v in r["vals"])]
+        if not sel:
+            return
+        cells = [f"**{title}** ({len(sel)})", "", "", ""]
+        cells += [fmt(geomean([r["vals"][j] for r in sel])) for j in range(len(impls))]
+        if show_peak:
+            cells += [fmt_pct(geomean([r["pcts"][j] for r in sel])) for j in range(len(impls))]
+        cells += [fmt(geomean([r["ratios"][j] for r in sel]), 2) for j in range(2)]
+        if has_cv:
+            cells.append("")
+        lines.append("| " + " | ".join(cells) + " |")
+
+    thread_counts = sorted({r["thr"] for r in rows})
+    for g in ("squares", "attention", "other"):
+        for t in thread_counts:
+            summary(f"geomean {g}, {t} thr", lambda r, g=g, t=t: r["group"] == g and r["thr"] == t)
+    for t in thread_counts:
+        summary(f"geomean {t} thr", lambda r, t=t: r["thr"] == t)
+    summary("geomean all", lambda r: True)
+    return lines
+
+
+def issue_summary(entries):
+    """Bullets: geomean and minimum of attnkern/peer over the issue's shape set
+    (squares NN and NT 64..2048, qk_ and pv_), per thread count."""
+    per = {}  # threads -> peer -> [(ratio, shape)]
+    for (kind, shape, threads), by_impl in entries.items():
+        if kind != "sgemm" or sgemm_group(shape) not in ("squares", "attention"):
+            continue
+        _, va = cell(by_impl, "attnkern", "flops", 1e9)
+        for peer in ("onednn", "openblas"):
+            _, vp = cell(by_impl, peer, "flops", 1e9)
+            r = ratio(va, vp)
+            if r is not None:
+                per.setdefault(threads, {}).setdefault(peer, []).append((r, shape))
+    lines = []
+    for t in sorted(per):
+        parts = []
+        for peer in ("onednn", "openblas"):
+            rs = per[t].get(peer)
+            if not rs:
+                continue
+            lo, where = min(rs)
+            gm = geomean([r for r, _ in rs])
+            n = f"{len(rs)} shape" + ("s" if len(rs) != 1 else "")
+            parts.append(f"attnkern/{PRETTY[peer]} geomean **{gm:.2f}** over {n}, "
+                         f"min {lo:.2f} (`{where}`)")
+        lines.append(f"- issue shape set (nn_/nt_ 64–2048, qk_/pv_), {t} thr: "
+                     + "; ".join(parts))
+    return lines
+
+
+def transposes_table(entries, has_cv, pk):
+    impls = SGEMM_IMPLS
+    show_peak = bool(pk)
+    head = ["op", "shape", "thr"] + [f"{PRETTY[i]} GFLOP/s" for i in impls]
+    if show_peak:
+        head.append("attnkern % of peak")
+    head += ["attnkern/oneDNN", "attnkern/OpenBLAS"]
+    if has_cv:
+        head.append("max cv")
+    lines = header(head, 2)
+    threads = sorted({t for (k, s, t) in entries if k == "sgemm" and s in TRANSPOSE_SHAPES})
+    spreads = []
+    for t in threads:
+        got = {i: [] for i in impls}  # impl -> [(GFLOP/s, op)]
+        for shape in TRANSPOSE_SHAPES:
+            by_impl = entries.get(("sgemm", shape, t))
+            if not by_impl:
+                continue
+            op = sgemm_shape_cols(shape, row_label(by_impl))[1]
+            if op == "?":
+                op = shape[:2].upper()
+            texts, vals = values(by_impl, impls, "flops", 1e9)
+            for i, v in zip(impls, vals):
+                if v is not None:
+                    got[i].append((v, op))
+            cells = [op, shape, str(t)] + texts
+            if show_peak:
+                cells.append(fmt_pct(ratio(vals[0], best_peak(pk, t)[1])))
+            cells += [fmt(ratio(vals[0], vals[1]), 2), fmt(ratio(vals[0], vals[2]), 2)]
+            if has_cv:
+                cells.append(noise(by_impl))
+            lines.append("| " + " | ".join(cells) + " |")
+        # Spread: fastest / slowest of the combinations each implementation has.
+        cells = [f"**spread max/min, {t} thr**", "", ""]
+        for i in impls:
+            cells.append(fmt_x(max(got[i])[0] / min(got[i])[0]) if len(got[i]) > 1 else "—")
+        cells += [""] * (len(head) - len(cells))
+        lines.append("| " + " | ".join(cells) + " |")
+        a = got["attnkern"]
+        if len(a) > 1:
+            hi, lo = max(a), min(a)
+            spreads.append(f"{t} thr {hi[0] / lo[0]:.2f}× (fastest {hi[1]} {hi[0]:.1f}, "
+                           f"slowest {lo[1]} {lo[0]:.1f} GFLOP/s, over {len(a)} combinations)")
+    if spreads:
+        lines += ["", "- attnkern spread over the transpose combinations at 1024³: " +
+                  "; ".join(spreads)]
+    return lines
+
+
+def skinny_table(entries, has_cv):
+    impls = SGEMM_IMPLS
+    bw = membw_by_threads(entries)
+    head = ["shape", "m", "B stored", "thr"] + [f"{PRETTY[i]} GB/s" for i in impls]
+    head += [f"{PRETTY[i]} % of read BW" for i in impls]
+    head += ["attnkern/oneDNN", "attnkern/OpenBLAS", "attnkern GFLOP/s"]
+    if has_cv:
+        head.append("max cv")
+    lines = header(head, 3)
+    rows = []
+    for (kind, shape, threads), by_impl in entries.items():
+        if kind != "sgemm" or sgemm_group(shape) != "skinny":
+            continue
+        m = SKINNY_RE.match(shape)
+        mnk = sgemm_mnk(row_label(by_impl))
+        mm = m.group(2) if m else (str(mnk[0]) if mnk else "?")
+        nt = m.group(1) == "nt" if m else sgemm_shape_cols(shape, row_label(by_impl))[1] == "NT"
+        k_, n_ = (str(mnk[2]), str(mnk[1])) if mnk else ("k", "n")
+        layout = f"{n_}×{k_} (NT)" if nt else f"{k_}×{n_} (NN)"
+        texts, vals = values(by_impl, impls, "bytes", 1e9)
+        ref = bw.get(threads)
+        ratios = [ratio(vals[0], vals[1]), ratio(vals[0], vals[2])]
+        fa, _ = cell(by_impl, "attnkern", "flops", 1e9)
+        cells = [shape, mm, layout, str(threads)] + texts
+        cells += [fmt_pct(ratio(v, ref)) for v in vals]
+        cells += [fmt(r, 2) for r in ratios] + [fa]
+        if has_cv:
+            cells.append(noise(by_impl))
+        lines.append("| " + " | ".join(cells) + " |")
+        rows.append({"thr": threads, "vals": vals, "ratios": ratios})
+    for t in sorted({r["thr"] for r in rows}):
+        sel = [r for r in rows if r["thr"] == t and None not in r["vals"]]
+        if not sel:
+            continue
+        cells = [f"**geomean {t} thr** ({len(sel)})", "", "", ""]
+        cells += [fmt(geomean([r["vals"][j] for r in sel])) for j in range(3)]
+        cells += [fmt_pct(ratio(geomean([r["vals"][j] for r in sel]), bw.get(t)))
+                  for j in range(3)]
+        cells += [fmt(geomean([r["ratios"][j] for r in sel]), 2) for j in range(2)] + [""]
+        if has_cv:
+            cells.append("")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def isa_table(entries, has_cv, pk, context):
+    """attnkern forced to each instruction set (sgemm_isa/<isa>), next to the
+    automatic choice and the plain loop, each against the peak of its own
+    instruction set (the plain loop: the baseline, sse2 on x86-64)."""
+    keys = [(shape, threads) for (kind, shape, threads) in entries if kind == "sgemm_isa"]
+    auto_isa = context.get("attnkern_isa", "auto")
+    head = ["implementation", "ISA", "shape", "thr", "GFLOP/s", "that ISA's peak GFLOP/s",
+            "% of that ISA's peak", "× plain loop"]
+    if has_cv:
+        head.append("cv")
+    lines = header(head, 3)
+
+    def order(impl):
+        return ISA_ORDER.index(impl) if impl in ISA_ORDER else len(ISA_ORDER)
+
+    for shape, t in keys:
+        forced = entries[("sgemm_isa", shape, t)]
+        plain = forced.get(PLAIN_LOOP)
+        plain_v = plain.value("flops") / 1e9 if plain and plain.value("flops") else None
+        rows = []
+        auto = entries.get(("sgemm", shape, t), {}).get("attnkern")
+        if auto is not None:
+            rows.append(("attnkern (auto)", auto_isa, auto_isa, auto))
+        for impl in sorted(forced, key=order):
+            if impl == PLAIN_LOOP:
+                base = "sse2" if any(i == "sse2" for i, _ in pk) else None
+                rows.append(("plain i-p-j loop", "baseline", base, forced[impl]))
+            else:
+                rows.append((f"attnkern, ak_set_isa({impl})", impl, impl, forced[impl]))
+        for name, isa, peak_isa, e in rows:
+            v = None if e.error else e.value("flops")
+            v = None if v is None else v / 1e9
+            peak = pk.get((peak_isa, t)) if peak_isa else None
+            cells = [name, isa, shape, str(t), "ERR" if e.error else fmt(v), fmt(peak),
+                     fmt_pct(ratio(v, peak)),
+                     fmt_x(ratio(v, plain_v)) if plain_v is not None else "—"]
+            if has_cv:
+                cells.append("—" if e.cv is None else f"{100 * e.cv:.1f}%")
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def batched_table(entries, has_cv, pk):
+    seen = {i for (k, _, _), by in entries.items() if k == "sgemm_batched" for i in by}
+    impls = [i for i in SGEMM_IMPLS if i in seen] + sorted(seen - set(SGEMM_IMPLS))
+    peers = [i for i in impls if i != "attnkern"]
+    head = ["batch", "m×n×k", "thr"]
+    head += [f"{PRETTY.get(i, i)}{' loop' if i != 'attnkern' else ''} GFLOP/s" for i in impls]
+    head += [f"attnkern/{PRETTY.get(p, p)}" for p in peers]
+    if pk:
+        head.append("attnkern % of peak")
+    if has_cv:
+        head.append("max cv")
+    lines = header(head, 2)
+    for (kind, shape, threads), by_impl in entries.items():
+        if kind != "sgemm_batched":
+            continue
+        m = BATCH_RE.match(shape)
+        batch, mnk = shape, "?"
+        if m:
+            batch, mnk = m.group(1), f"{m.group(2)}×{m.group(3)}×{m.group(4)}"
+        texts, vals = values(by_impl, impls, "flops", 1e9)
+        va = vals[impls.index("attnkern")] if "attnkern" in impls else None
+        cells = [batch, mnk, str(threads)] + texts
+        cells += [fmt(ratio(va, vals[impls.index(p)]), 2) for p in peers]
+        if pk:
+            cells.append(fmt_pct(ratio(va, best_peak(pk, threads)[1])))
+        if has_cv:
+            cells.append(noise(by_impl))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def scaling_table(entries):
+    """2-thread / 1-thread GFLOP/s per implementation, sgemm shapes with
+    m·n·k >= 512³ (the skinny ones aside: they are bound by memory)."""
+    impls = SGEMM_IMPLS
+    head = ["shape", "m×n×k", "op"] + [f"{PRETTY[i]} 2 thr / 1 thr" for i in impls]
+    lines = header(head, 3)
+    rows = []
+    done = set()
+    for (kind, shape, threads), by_impl in entries.items():
+        if kind != "sgemm" or shape in done or sgemm_group(shape) == "skinny":
+            continue
+        done.add(shape)
+        one, two = entries.get(("sgemm", shape, 1)), entries.get(("sgemm", shape, 2))
+        if not one or not two:
+            continue
+        label = row_label(one) or row_label(two)
+        mnk = sgemm_mnk(label)
+        if mnk is None or mnk[0] * mnk[1] * mnk[2] < 512 ** 3:
+            continue
+        _, v1 = values(one, impls, "flops", 1e9)
+        _, v2 = values(two, impls, "flops", 1e9)
+        rs = [ratio(b, a) for a, b in zip(v1, v2)]
+        lines.append("| " + " | ".join([shape, *sgemm_shape_cols(shape, label)] +
+                                       [fmt_x(r) for r in rs]) + " |")
+        rows.append(rs)
+    if not rows:
+        return []
+    sel = [r for r in rows if None not in r]
+    if sel:
+        lines.append("| " + " | ".join([f"**geomean** ({len(sel)})", "", ""] +
+                                       [fmt_x(geomean([r[j] for r in sel]))
+                                        for j in range(len(impls))]) + " |")
+    return lines
+
+
 def render(context, entries, reps):
     out = []
     out.append("### Context")
@@ -383,31 +776,55 @@ def render(context, entries, reps):
     out.append(f"- statistic: {how}; ratios > 1 mean attnkern is faster")
     out.append("")
     kinds = [k for k in ALL_KINDS if any(key[0] == k for key in entries)]
-    for kind in kinds:
-        if kind == "sgemm":
-            out.append("### SGEMM (GFLOP/s = 2mnk / real time)")
-            out.append("")
-            out += table(kind, entries, has_cv)
-        elif kind == "softmax":
-            out.append("### Softmax (GB/s = 2·rows·cols·4 bytes / real time)")
-            out.append("")
-            out += table(kind, entries, has_cv)
-        elif kind == "attention":
-            out.append("### Attention prefill (batch 1, 8 heads, q_len = kv_len = L; "
-                       "GFLOP/s = useful FLOPs 8·2·L²·2d, halved for causal / real time)")
-            out.append("")
-            out += attention_table(entries, has_cv)
-        elif kind == "decode":
-            out.append("### Attention decode (q_len 1, 32 query heads; GB/s = K and V "
-                       "read once, 2·kv_heads·kv_len·d·4 bytes / real time; "
-                       "% of the membw streaming-read GB/s at the same thread count)")
-            out.append("")
-            out += decode_table(entries, has_cv)
-        else:
-            out.append("### Memory bandwidth reference (streaming read, GB/s)")
-            out.append("")
-            out += membw_table(entries, has_cv)
-        out.append("")
+    sgemm_shapes = {s for (k, s, _) in entries if k == "sgemm"}
+    pk = peaks(entries)
+
+    def section(title, lines):
+        if len(lines) > 2:  # more than the header
+            out.extend([title, ""] + lines + [""])
+
+    if "peak" in kinds:
+        section("### FMA peak (register-only loop per instruction set; GFLOP/s)",
+                peak_table(entries, has_cv, context))
+    if any(sgemm_group(s) not in ("transposed", "skinny") for s in sgemm_shapes):
+        isa, _ = best_peak(pk, 1)
+        note = (f"; % of peak = of the measured `peak/fma/{isa}` at the same thread count"
+                if isa else "")
+        section(f"### SGEMM (GFLOP/s = 2mnk / real time{note})", sgemm_table(entries, has_cv, pk))
+        summ = issue_summary(entries)
+        if summ:
+            out.extend(summ + [""])
+    if any(sgemm_group(s) == "transposed" for s in sgemm_shapes):
+        section("### SGEMM transposes at 1024³ (op = op(A) op(B); GFLOP/s)",
+                transposes_table(entries, has_cv, pk))
+    if any(sgemm_group(s) == "skinny" for s in sgemm_shapes):
+        section("### SGEMM skinny (decode projections, m token rows × a 4096×4096 weight; "
+                "GB/s = 4·(mk + kn + mn) bytes / real time; % of the membw streaming-read "
+                "GB/s at the same thread count)", skinny_table(entries, has_cv))
+    if "sgemm_isa" in kinds:
+        section("### SGEMM per instruction set (1 thread; attnkern forced with ak_set_isa, "
+                "and a plain i-p-j loop)", isa_table(entries, has_cv, pk, context))
+    if "sgemm_batched" in kinds:
+        section("### SGEMM batched (ak_sgemm_strided_batched vs a loop of single calls; "
+                "GFLOP/s = batch·2mnk / real time)", batched_table(entries, has_cv, pk))
+    if "sgemm" in kinds:
+        section("### SGEMM thread scaling (GFLOP/s at 2 threads / at 1 thread, m·n·k ≥ 512³)",
+                scaling_table(entries))
+    if "softmax" in kinds:
+        section("### Softmax (GB/s = 2·rows·cols·4 bytes / real time)",
+                table("softmax", entries, has_cv))
+    if "attention" in kinds:
+        section("### Attention prefill (batch 1, 8 heads, q_len = kv_len = L; "
+                "GFLOP/s = useful FLOPs 8·2·L²·2d, halved for causal / real time)",
+                attention_table(entries, has_cv))
+    if "decode" in kinds:
+        section("### Attention decode (q_len 1, 32 query heads; GB/s = K and V "
+                "read once, 2·kv_heads·kv_len·d·4 bytes / real time; "
+                "% of the membw streaming-read GB/s at the same thread count)",
+                decode_table(entries, has_cv))
+    if "membw" in kinds:
+        section("### Memory bandwidth reference (streaming read, GB/s)",
+                membw_table(entries, has_cv))
     # Agreement check and errors.
     worst = {}
     errors = []
@@ -422,8 +839,8 @@ def render(context, entries, reps):
     for kind in kinds:
         if kind in worst:
             v, where = worst[kind]
-            out.append(f"- {kind} agreement: largest max-rel-diff to the closest peer "
-                       f"{v:.2g} ({where})")
+            to = "oneDNN" if kind == "sgemm_isa" else "the closest peer"
+            out.append(f"- {kind} agreement: largest max-rel-diff to {to} {v:.2g} ({where})")
     for kind in ("attention", "decode"):
         if kind not in kinds:
             continue
@@ -452,7 +869,7 @@ def render(context, entries, reps):
                 seen.add(line)
                 out.append(f"- {line}")
     if not entries:
-        out.append("(no sgemm/, softmax/, attention/, decode/ or membw/ benchmarks in this file)")
+        out.append("(no " + ", ".join(k + "/" for k in ALL_KINDS) + " benchmarks in this file)")
     return "\n".join(out) + "\n"
 
 

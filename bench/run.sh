@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: install missing packages, build ak_bench (Release) if needed, run every comparison with
-# repetitions, then print the Markdown tables.
+# repetitions, then print the Markdown tables and draw the SGEMM chart (PNG, gnuplot).
 #
 #   bench/run.sh [FILTER] [extra ak_bench arguments...]
 #
@@ -15,7 +15,9 @@
 #                         implementation alike; 0: each benchmark's repetitions back to back
 #   AK_BENCH_BUILD_DIR    build directory (default <repo>/build-bench)
 #   AK_BENCH_OUT          JSON output path (default <build>/bench-results/ak_bench-<time>.json;
-#                         the Markdown goes next to it, same name with .md)
+#                         the Markdown goes next to it, same name with .md, and the SGEMM
+#                         chart as <name>-sgemm.png)
+#   AK_BENCH_CHART_OUT    also copy the chart there (e.g. bench/sgemm.png, for committing)
 #   AK_BENCH_OPENBLAS_CORETYPE  pin an OpenBLAS core (e.g. Haswell); by default the
 #                         binary removes a preset OPENBLAS_CORETYPE and lets OpenBLAS detect
 #   AK_BENCH_TOLERANCE    agreement tolerance of the correctness check (default 1e-4)
@@ -71,3 +73,9 @@ echo "== ak_bench took $(( $(date +%s) - start )) s; JSON: $out" >&2
 
 python3 "$here/compare.py" "$out" --out "$md"
 echo "== Markdown: $md" >&2
+
+# The chart: only when there are sgemm/ results; a missing gnuplot is a warning, not a failure.
+chart_args=(--out "${out%.json}-sgemm.png")
+[ -n "${AK_BENCH_CHART_OUT:-}" ] && chart_args+=(--out "$AK_BENCH_CHART_OUT")
+python3 "$here/chart.py" "$out" "${chart_args[@]}" ||
+  echo "== warning: no chart (chart.py failed; see above)" >&2

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages attnkern needs that are not there yet.
 #   install-deps.sh          build + tests (+ the other-language consumers)
-#   install-deps.sh --bench  also the benchmark peers (Google Benchmark, OpenBLAS, oneDNN)
+#   install-deps.sh --bench  also the benchmark peers (Google Benchmark, OpenBLAS, oneDNN) and
+#                            gnuplot-nox (bench/chart.py draws the SGEMM chart with it)
 set -euo pipefail
 
 want=(cmake g++ make pkg-config libxsimd-dev libgtest-dev python3 python3-numpy golang-go)
@@ -11,7 +12,7 @@ if ! command -v cargo >/dev/null 2>&1 && [[ ! -x "${CARGO_HOME:-$HOME/.cargo}/bi
   want+=(cargo)
 fi
 if [[ "${1:-}" == "--bench" ]]; then
-  want+=(libbenchmark-dev libopenblas-dev libdnnl-dev)
+  want+=(libbenchmark-dev libopenblas-dev libdnnl-dev gnuplot-nox)
 fi
 
 missing=()
