@@ -1,11 +1,18 @@
 // ak_sgemm and ak_sgemm_strided_batched against the float64 reference, on
 // every instruction set: awkward sizes, every transpose pair, padded leading
 // dimensions, alpha/beta cases, block-size edges, and a checksum test for
-// products too large for the O(mnk) reference.
+// products too large for the O(mnk) reference. SgemmBlocking sweeps the edges
+// of the blocking ak_sgemm_get_blocking reports for each instruction set;
+// SgemmSkinny covers small m (the streaming path), its thread determinism and
+// its strided batches.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <initializer_list>
 #include <limits>
+#include <random>
 
 #include "reference.hpp"
 #include "test_support.hpp"
@@ -17,64 +24,171 @@ struct GemmCase {
   bool ta, tb;
   std::int64_t m, n, k;
   float alpha, beta;
-  std::int64_t pad; // extra floats at the end of every row of A, B and C
+  // Extra floats at the end of every row of A, B and C: ld = minimal + pad.
+  std::int64_t pad_a, pad_b, pad_c;
 };
 
 std::string describe(const GemmCase &g) {
   return "ta=" + std::to_string(g.ta) + " tb=" + std::to_string(g.tb) +
          " m=" + std::to_string(g.m) + " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k) +
          " alpha=" + std::to_string(g.alpha) + " beta=" + std::to_string(g.beta) +
-         " pad=" + std::to_string(g.pad);
+         " pad_a=" + std::to_string(g.pad_a) + " pad_b=" + std::to_string(g.pad_b) +
+         " pad_c=" + std::to_string(g.pad_c);
 }
 
-// Runs one product and checks every element of C against the reference, and
-// that the padding past n in each row of C was not touched.
-void check_gemm(const GemmCase &g, std::uint32_t seed) {
-  SCOPED_TRACE(describe(g));
-  const std::int64_t a_rows = g.ta ? g.k : g.m, a_cols = g.ta ? g.m : g.k;
-  const std::int64_t b_rows = g.tb ? g.n : g.k, b_cols = g.tb ? g.k : g.n;
-  const std::int64_t lda = a_cols + g.pad, ldb = b_cols + g.pad, ldc = g.n + g.pad;
-  const std::vector<float> a = random_normal(static_cast<std::size_t>(a_rows * lda) + 1, seed);
-  const std::vector<float> b = random_normal(static_cast<std::size_t>(b_rows * ldb) + 1, seed + 1);
-  std::vector<float> c = random_normal(static_cast<std::size_t>(g.m * ldc) + 1, seed + 2);
+// Stored shape and leading dimensions of one product's operands.
+struct GemmLayout {
+  std::int64_t a_rows, a_cols, lda, b_rows, b_cols, ldb, ldc;
+};
+
+GemmLayout layout_of(const GemmCase &g) {
+  GemmLayout l;
+  l.a_rows = g.ta ? g.k : g.m;
+  l.a_cols = g.ta ? g.m : g.k;
+  l.b_rows = g.tb ? g.n : g.k;
+  l.b_cols = g.tb ? g.k : g.n;
+  l.lda = l.a_cols + g.pad_a;
+  l.ldb = l.b_cols + g.pad_b;
+  l.ldc = g.n + g.pad_c;
+  return l;
+}
+
+// Floats a rows x cols matrix with leading dimension ld spans: (rows - 1) *
+// ld + cols, what the API requires (0 for an empty matrix).
+std::int64_t extent(std::int64_t rows, std::int64_t cols, std::int64_t ld) {
+  return rows <= 0 || cols <= 0 ? 0 : (rows - 1) * ld + cols;
+}
+
+// `count` rows x cols matrices `stride` floats apart (stride 0: one matrix),
+// in a buffer of exactly the extent the API requires, so that ASan reports a
+// read past its end. Entries of the matrices are ~N(0, 1); every other float
+// (row padding, gaps between matrices) is NaN, which poisons any result it
+// leaks into.
+std::vector<float> operand(std::int64_t count, std::int64_t stride, std::int64_t rows,
+                           std::int64_t cols, std::int64_t ld, std::uint32_t seed) {
+  const std::int64_t one = extent(rows, cols, ld);
+  if (one == 0 || count == 0) return {};
+  const std::int64_t total = (count - 1) * stride + one;
+  const std::vector<float> values = random_normal(static_cast<std::size_t>(total), seed);
+  std::vector<float> x(static_cast<std::size_t>(total), std::numeric_limits<float>::quiet_NaN());
+  for (std::int64_t i = 0; i < count; ++i)
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const std::size_t at = static_cast<std::size_t>(i * stride + r * ld + c);
+        x[at] = values[at];
+      }
+  return x;
+}
+
+// Output buffer for `count` m x n matrices `stride` apart, with kGuard floats
+// before and after. Everything outside the matrices holds the canary; the
+// matrices hold ~N(0, 1), or NaN for beta == 0 (which must ignore C).
+constexpr std::int64_t kGuard = 64;
+
+struct GuardedC {
+  std::vector<float> buf;
+  std::vector<bool> inside; // buf[i] belongs to one of the matrices
+  float *data() { return buf.data() + kGuard; }
+  const float *data() const { return buf.data() + kGuard; }
+};
+
+GuardedC guarded_c(std::int64_t count, std::int64_t stride, std::int64_t m, std::int64_t n,
+                   std::int64_t ldc, float beta, std::uint32_t seed) {
+  const std::int64_t span = count == 0 ? 0 : (count - 1) * stride + m * ldc;
+  GuardedC out;
+  out.buf.assign(static_cast<std::size_t>(span + 2 * kGuard), canary());
+  out.inside.assign(out.buf.size(), false);
+  const std::vector<float> values = random_normal(out.buf.size(), seed);
+  for (std::int64_t i = 0; i < count; ++i)
+    for (std::int64_t r = 0; r < m; ++r)
+      for (std::int64_t c = 0; c < n; ++c) {
+        const std::size_t at = static_cast<std::size_t>(kGuard + i * stride + r * ldc + c);
+        out.buf[at] = beta == 0.0f ? std::numeric_limits<float>::quiet_NaN() : values[at];
+        out.inside[at] = true;
+      }
+  return out;
+}
+
+// Every float outside the matrices must still be the canary.
+int count_stray_writes(const GuardedC &c) {
+  int bad = 0;
+  for (std::size_t i = 0; i < c.buf.size(); ++i)
+    if (!c.inside[i] && !is_canary(c.buf[i]) && bad++ < 5)
+      ADD_FAILURE() << "C buffer float " << static_cast<std::int64_t>(i) - kGuard
+                    << " (outside every matrix) was written: " << c.buf[i];
+  return bad;
+}
+
+// Checks one product's C (c, with c0 its contents before the call) against the
+// float64 reference; reports up to 5 failures and returns their count.
+int compare_to_reference(const GemmCase &g, const float *a, std::int64_t lda, const float *b,
+                         std::int64_t ldb, const float *c0, const float *c, std::int64_t ldc) {
+  // The reference reads op(A) along rows and op(B) down columns; dense
+  // copies of op(A) and op(B)^T make both walks contiguous whatever the
+  // transposes (much faster for wide B). Copying is exact: same sums.
+  std::vector<float> op_a(static_cast<std::size_t>(g.m * g.k)),
+      op_bt(static_cast<std::size_t>(g.n * g.k));
   for (std::int64_t i = 0; i < g.m; ++i)
-    for (std::int64_t j = g.n; j < ldc; ++j) c[i * ldc + j] = canary();
-  if (g.beta == 0.0f) // beta == 0 must ignore C, NaN included
-    for (std::int64_t i = 0; i < g.m; ++i)
-      for (std::int64_t j = 0; j < g.n; ++j)
-        c[i * ldc + j] = std::numeric_limits<float>::quiet_NaN();
-
-  const std::vector<double> ref = ref_sgemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda,
-                                            b.data(), ldb, g.beta, c.data(), ldc);
-  const std::vector<double> ra = row_norms(g.ta, g.m, g.k, a.data(), lda);
-  const std::vector<double> cb = col_norms(g.tb, g.k, g.n, b.data(), ldb);
-  const std::vector<float> c0 = c;
-
-  ASSERT_EQ(ak_sgemm(g.ta ? AK_TRANS : AK_NO_TRANS, g.tb ? AK_TRANS : AK_NO_TRANS, g.m, g.n, g.k,
-                     g.alpha, a.data(), lda, b.data(), ldb, g.beta, c.data(), ldc),
-            AK_OK)
-      << ak_last_error();
-
+    for (std::int64_t p = 0; p < g.k; ++p)
+      op_a[static_cast<std::size_t>(i * g.k + p)] = g.ta ? a[p * lda + i] : a[i * lda + p];
+  for (std::int64_t j = 0; j < g.n; ++j)
+    for (std::int64_t p = 0; p < g.k; ++p)
+      op_bt[static_cast<std::size_t>(j * g.k + p)] = g.tb ? b[j * ldb + p] : b[p * ldb + j];
+  const std::int64_t ld = std::max<std::int64_t>(g.k, 1);
+  const std::vector<double> ref = ref_sgemm(false, true, g.m, g.n, g.k, g.alpha, op_a.data(), ld,
+                                            op_bt.data(), ld, g.beta, c0, ldc);
+  const std::vector<double> ra = row_norms(false, g.m, g.k, op_a.data(), ld);
+  const std::vector<double> cb = col_norms(true, g.k, g.n, op_bt.data(), ld);
   // DESIGN.md: error <= 1e-6 sqrt(k) relative to the product of norms, plus
   // the rounding of the beta * C term.
   const double eps = std::numeric_limits<float>::epsilon();
-  int reported = 0;
-  for (std::int64_t i = 0; i < g.m; ++i) {
+  int bad = 0;
+  for (std::int64_t i = 0; i < g.m; ++i)
     for (std::int64_t j = 0; j < g.n; ++j) {
       const double got = c[i * ldc + j], want = ref[static_cast<std::size_t>(i * g.n + j)];
       const double beta_term = g.beta == 0.0f ? 0.0 : std::fabs(g.beta * c0[i * ldc + j]);
       const double tol = 1e-6 * std::sqrt(static_cast<double>(g.k)) * std::fabs(g.alpha) *
                              ra[static_cast<std::size_t>(i)] * cb[static_cast<std::size_t>(j)] +
                          2 * eps * (std::fabs(want) + beta_term) + 1e-30;
-      if (!(std::fabs(got - want) <= tol) && reported++ < 5)
+      if (!(std::fabs(got - want) <= tol) && bad++ < 5)
         ADD_FAILURE() << "C(" << i << "," << j << ") = " << got << ", expected " << want
-                      << " (tolerance " << tol << ")";
+                      << " (error " << std::fabs(got - want) << ", tolerance " << tol << ")";
     }
-    for (std::int64_t j = g.n; j < ldc; ++j)
-      if (!is_canary(c[i * ldc + j]) && reported++ < 5)
-        ADD_FAILURE() << "padding C(" << i << "," << j << ") was written";
-  }
-  ASSERT_EQ(reported, 0);
+  return bad;
+}
+
+// Runs one product and checks every element of C against the reference, and
+// that nothing around C's matrix (row padding, guards) was touched.
+void check_gemm(const GemmCase &g, std::uint32_t seed) {
+  SCOPED_TRACE(describe(g));
+  const GemmLayout l = layout_of(g);
+  const std::vector<float> a = operand(1, 0, l.a_rows, l.a_cols, l.lda, seed);
+  const std::vector<float> b = operand(1, 0, l.b_rows, l.b_cols, l.ldb, seed + 1);
+  GuardedC c = guarded_c(1, 0, g.m, g.n, l.ldc, g.beta, seed + 2);
+  const GuardedC c0 = c;
+
+  ASSERT_EQ(ak_sgemm(g.ta ? AK_TRANS : AK_NO_TRANS, g.tb ? AK_TRANS : AK_NO_TRANS, g.m, g.n, g.k,
+                     g.alpha, a.data(), l.lda, b.data(), l.ldb, g.beta, c.data(), l.ldc),
+            AK_OK)
+      << ak_last_error();
+  int bad = compare_to_reference(g, a.data(), l.lda, b.data(), l.ldb, c0.data(), c.data(), l.ldc);
+  bad += count_stray_writes(c);
+  ASSERT_EQ(bad, 0);
+}
+
+// Reproducible variety for the i-th case of a sweep: alpha/beta pairs (beta
+// == 0 runs with NaN in C) and row padding of each operand (0 = the minimal
+// leading dimension). The table lengths are coprime so that the combinations
+// rotate against each other and against the sweep's own dimensions.
+GemmCase varied(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, unsigned i) {
+  static const float ab[5][2] = {
+      {1.0f, 0.0f}, {-0.5f, 1.0f}, {2.0f, 0.25f}, {0.75f, 0.0f}, {-1.5f, 0.5f}};
+  static const std::int64_t pads[7] = {1, 0, 3, 17, 2, 5, 8};
+  GemmCase g{ta, tb, m, n, k, ab[i % 5][0], ab[i % 5][1], 0, 0, 0};
+  g.pad_a = pads[i % 7];
+  g.pad_b = pads[(i + 3) % 7];
+  g.pad_c = pads[(i + 5) % 7];
+  return g;
 }
 
 class Sgemm : public PerIsa {};
@@ -87,9 +201,9 @@ TEST_P(Sgemm, AwkwardSizesEachDimension) {
   for (int t = 0; t < 4; ++t)
     for (std::int64_t s : sizes) {
       const bool ta = t & 1, tb = t & 2;
-      check_gemm({ta, tb, s, 19, 23, 1.0f, 0.0f, 0}, seed++);
-      check_gemm({ta, tb, 13, s, 29, 1.0f, 0.0f, 0}, seed++);
-      check_gemm({ta, tb, 11, 21, s, 1.0f, 0.0f, 0}, seed++);
+      check_gemm({ta, tb, s, 19, 23, 1.0f, 0.0f, 0, 0, 0}, seed++);
+      check_gemm({ta, tb, 13, s, 29, 1.0f, 0.0f, 0, 0, 0}, seed++);
+      check_gemm({ta, tb, 11, 21, s, 1.0f, 0.0f, 0, 0, 0}, seed++);
     }
 }
 
@@ -104,9 +218,9 @@ TEST_P(Sgemm, RandomShapesAlphaBetaPadding) {
   auto pick = [&] { return sizes[rng() % (sizeof sizes / sizeof sizes[0])]; };
   int done = 0;
   while (done < 48) {
-    GemmCase g{
-        bool(rng() & 1), bool(rng() & 2),   pick(),           pick(),
-        pick(),          alphas[rng() % 3], betas[rng() % 4], static_cast<std::int64_t>(rng() % 5)};
+    GemmCase g{bool(rng() & 1),   bool(rng() & 2),  pick(), pick(), pick(),
+               alphas[rng() % 3], betas[rng() % 4], 0,      0,      0};
+    g.pad_a = g.pad_b = g.pad_c = static_cast<std::int64_t>(rng() % 5);
     if (g.m * g.n * g.k > 3'000'000) continue;
     check_gemm(g, 1000u + static_cast<std::uint32_t>(done++));
   }
@@ -117,11 +231,11 @@ TEST_P(Sgemm, RandomShapesAlphaBetaPadding) {
 TEST_P(Sgemm, BlockEdges) {
   std::uint32_t seed = 5000;
   for (std::int64_t k : {255, 256, 257, 511, 513})
-    check_gemm({false, false, 13, 35, k, 1.0f, 0.5f, 1}, seed++);
+    check_gemm({false, false, 13, 35, k, 1.0f, 0.5f, 1, 1, 1}, seed++);
   for (std::int64_t m : {5, 6, 7, 11, 12, 13, 119, 120, 121, 143, 144, 145, 191, 192, 193, 385})
-    check_gemm({false, true, m, 37, 41, 1.0f, 0.0f, 0}, seed++);
+    check_gemm({false, true, m, 37, 41, 1.0f, 0.0f, 0, 0, 0}, seed++);
   for (std::int64_t n : {4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65})
-    check_gemm({true, false, 29, n, 43, -1.0f, 1.0f, 2}, seed++);
+    check_gemm({true, false, 29, n, 43, -1.0f, 1.0f, 2, 2, 2}, seed++);
 }
 
 // Special scalars: alpha == 0 and k == 0 leave beta * C (and never read A, B).
@@ -169,7 +283,7 @@ TEST_P(Sgemm, LargeProductsChecksum) {
   };
   for (const Shape s : {Shape{false, false, 1000, 777, 513}, Shape{false, true, 512, 1000, 64},
                         Shape{true, false, 333, 1029, 1000}, Shape{true, true, 600, 400, 700}}) {
-    SCOPED_TRACE(describe({s.ta, s.tb, s.m, s.n, s.k, 1.0f, 0.5f, 0}));
+    SCOPED_TRACE(describe({s.ta, s.tb, s.m, s.n, s.k, 1.0f, 0.5f, 0, 0, 0}));
     const std::int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
     const auto a = random_normal(static_cast<std::size_t>(s.m * s.k), 7);
     const auto b = random_normal(static_cast<std::size_t>(s.k * s.n), 8);
@@ -225,6 +339,293 @@ TEST_P(Sgemm, StridedBatchedMatchesLoopOfSgemm) {
 }
 
 AK_INSTANTIATE_PER_ISA(Sgemm);
+
+// Runs a sweep's cases, numbering them for the rotation of `variety` and for
+// distinct seeds.
+class Sweep {
+public:
+  using Variety = GemmCase (*)(bool, bool, std::int64_t, std::int64_t, std::int64_t, unsigned);
+  Sweep(Variety variety, std::uint32_t seed) : variety_(variety), seed_(seed) {}
+  void run(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k) {
+    check_gemm(variety_(ta, tb, m, n, k, case_), seed_ + 3 * case_);
+    ++case_;
+  }
+
+private:
+  Variety variety_;
+  std::uint32_t seed_;
+  unsigned case_ = 0;
+};
+
+// ------------------------------------------------- blocking of the ISA in use
+
+// Bounds that keep the sweeps below cheap; a table outside them is reported
+// rather than swept.
+bool plausible(const ak_sgemm_blocking &b) {
+  return b.mr >= 1 && b.mr <= 64 && b.nr >= 1 && b.nr <= 128 && b.mc >= b.mr && b.mc <= 1024 &&
+         b.kc >= 1 && b.kc <= 2048 && b.nc >= b.nr && b.nc <= 16384 && b.skinny_m >= 0 &&
+         b.skinny_m <= 64;
+}
+
+std::string describe(const ak_sgemm_blocking &b) {
+  return "mr=" + std::to_string(b.mr) + " nr=" + std::to_string(b.nr) +
+         " mc=" + std::to_string(b.mc) + " kc=" + std::to_string(b.kc) +
+         " nc=" + std::to_string(b.nc) + " skinny_m=" + std::to_string(b.skinny_m);
+}
+
+// Sizes >= 1, each once, in order of first appearance.
+std::vector<std::int64_t> distinct_positive(std::initializer_list<std::int64_t> sizes) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t s : sizes)
+    if (s >= 1 && std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  return out;
+}
+
+// Per ISA: the blocking reported by ak_sgemm_get_blocking after ak_set_isa,
+// and sizes one below, at and one above each of its block edges. Products
+// with m <= skinny_m never reach the blocked path, so its register-tile row
+// edges are also probed at tile_m_, the first multiple of mr past skinny_m.
+class SgemmBlocking : public PerIsa {
+protected:
+  void SetUp() override {
+    PerIsa::SetUp();
+    if (HasFatalFailure()) return;
+    ASSERT_EQ(ak_sgemm_get_blocking(&blk_), AK_OK) << ak_last_error();
+    ASSERT_TRUE(plausible(blk_)) << describe(blk_);
+    const ak_sgemm_blocking &b = blk_;
+    tile_m_ = (b.skinny_m / b.mr + 1) * b.mr;
+    m_edges_ = distinct_positive({b.mr - 1, b.mr, b.mr + 1, b.skinny_m, b.skinny_m + 1, tile_m_ - 1,
+                                  tile_m_, tile_m_ + 1, b.mc - 1, b.mc, b.mc + 1, 2 * b.mc + 1});
+    n_edges_ = distinct_positive({b.nr - 1, b.nr, b.nr + 1, 2 * b.nr + 1});
+    k_edges_ = distinct_positive({1, b.kc - 1, b.kc, b.kc + 1, 2 * b.kc, 2 * b.kc + 1});
+  }
+  ak_sgemm_blocking blk_{};
+  std::int64_t tile_m_ = 0;
+  std::vector<std::int64_t> m_edges_, n_edges_, k_edges_;
+};
+
+TEST_P(SgemmBlocking, ReportsPlausibleTable) {
+  // SetUp checked the ranges; the table is a pure function of the ISA.
+  ak_sgemm_blocking again{};
+  ASSERT_EQ(ak_sgemm_get_blocking(&again), AK_OK);
+  EXPECT_EQ(describe(again), describe(blk_));
+  EXPECT_EQ(ak_sgemm_get_blocking(nullptr), AK_ERR_NULL_POINTER);
+  EXPECT_NE(std::string(ak_last_error()).find("out"), std::string::npos) << ak_last_error();
+}
+
+// Every m edge (register tile, skinny path, row blocks) against every n edge,
+// with a small awkward k, and once more with k just past kc (two k blocks, so
+// the second accumulates into C), for every transpose pair.
+TEST_P(SgemmBlocking, RowEdges) {
+  SCOPED_TRACE(describe(blk_));
+  Sweep sweep(varied, 20000);
+  for (int t = 0; t < 4; ++t)
+    for (std::int64_t m : m_edges_) {
+      for (std::int64_t n : n_edges_) sweep.run(t & 1, t & 2, m, n, 23);
+      sweep.run(t & 1, t & 2, m, blk_.nr + 1, blk_.kc + 1);
+    }
+}
+
+// Every k edge (one block, kc exactly, two and three equal blocks) with tall,
+// skinny and short m against the n edges.
+TEST_P(SgemmBlocking, DepthEdges) {
+  SCOPED_TRACE(describe(blk_));
+  const ak_sgemm_blocking &b = blk_;
+  const std::int64_t mn[][2] = {
+      {b.mr + 1, b.nr - 1}, {tile_m_ - 1, b.nr + 1},        {tile_m_ + 1, b.nr - 1},
+      {b.skinny_m, b.nr},   {b.skinny_m + 1, 2 * b.nr + 1}, {1, 2 * b.nr + 1},
+      {b.mc + 1, b.nr + 1}};
+  Sweep sweep(varied, 30000);
+  for (int t = 0; t < 4; ++t)
+    for (std::int64_t k : k_edges_)
+      for (const auto &s : mn)
+        if (s[0] >= 1 && s[1] >= 1) sweep.run(t & 1, t & 2, s[0], s[1], k);
+}
+
+// Every n edge (register tile, several tiles, nc-wide B panels) with short
+// m on both paths and tall m; the panel edges also with two k blocks.
+TEST_P(SgemmBlocking, ColumnEdges) {
+  SCOPED_TRACE(describe(blk_));
+  const ak_sgemm_blocking &b = blk_;
+  std::vector<std::int64_t> ns = n_edges_;
+  for (std::int64_t n : {b.nc - 1, b.nc, b.nc + 1}) ns.push_back(n);
+  Sweep sweep(varied, 40000);
+  for (int t = 0; t < 4; ++t) {
+    for (std::int64_t n : ns)
+      for (std::int64_t m : distinct_positive({1, b.skinny_m, b.skinny_m + 1, b.mr + 1, b.mc + 1}))
+        if (n < b.nc - 1 || m < b.mc) // wide panels only with short m
+          sweep.run(t & 1, t & 2, m, n, 7);
+    sweep.run(t & 1, t & 2, b.skinny_m + 1, b.nc + 1, b.kc + 1); // blocked path
+    if (t == 0 || t == 3) {
+      if (b.mr + 1 > b.skinny_m + 1) sweep.run(t & 1, t & 2, b.mr + 1, b.nc + 1, b.kc + 1);
+      if (b.skinny_m >= 1) sweep.run(t & 1, t & 2, b.skinny_m, b.nc + 1, b.kc + 1);
+    }
+  }
+}
+
+// A smaller full cross product of the edges of all three dimensions.
+TEST_P(SgemmBlocking, CrossProduct) {
+  SCOPED_TRACE(describe(blk_));
+  const ak_sgemm_blocking &b = blk_;
+  Sweep sweep(varied, 50000);
+  for (int t = 0; t < 4; ++t)
+    for (std::int64_t m : distinct_positive({b.skinny_m, tile_m_ + 1, b.mc + 1}))
+      for (std::int64_t n : distinct_positive({b.nr - 1, 2 * b.nr + 1}))
+        for (std::int64_t k : distinct_positive({1, b.kc + 1, 2 * b.kc + 1}))
+          sweep.run(t & 1, t & 2, m, n, k);
+}
+
+AK_INSTANTIATE_PER_ISA(SgemmBlocking);
+
+// ------------------------------------------- skinny products (small m)
+
+// m from 1 to past the skinny path's limit (at least 9).
+std::int64_t skinny_m_max() {
+  ak_sgemm_blocking b{};
+  EXPECT_EQ(ak_sgemm_get_blocking(&b), AK_OK);
+  return std::max<std::int64_t>(9, std::min<std::int64_t>(b.skinny_m, 64) + 1);
+}
+
+// Like varied(), with alpha mostly != 1, beta in {0, 1, 0.5} and every
+// leading dimension padded.
+GemmCase varied_skinny(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                       unsigned i) {
+  static const float alphas[4] = {-1.5f, 0.75f, 1.0f, 3.0f};
+  static const float betas[3] = {0.0f, 1.0f, 0.5f};
+  static const std::int64_t pads[5] = {1, 3, 17, 2, 5};
+  GemmCase g{ta, tb, m, n, k, alphas[i % 4], betas[i % 3], 0, 0, 0};
+  g.pad_a = pads[i % 5];
+  g.pad_b = pads[(i + 2) % 5];
+  g.pad_c = pads[(i + 4) % 5];
+  return g;
+}
+
+class SgemmSkinny : public PerIsa {};
+
+const std::int64_t kSkinnySizes[] = {1, 3, 15, 16, 17, 31, 33, 63, 65, 127, 129, 257, 1000};
+
+// For each small m and transpose pair: every awkward n with a fixed k, and
+// every awkward k with a fixed n.
+TEST_P(SgemmSkinny, EachDimension) {
+  const std::int64_t m_max = skinny_m_max();
+  Sweep sweep(varied_skinny, 60000);
+  for (std::int64_t m = 1; m <= m_max; ++m)
+    for (int t = 0; t < 4; ++t)
+      for (std::int64_t s : kSkinnySizes) {
+        const std::int64_t other = (m + t + s) % 2 ? 33 : 17;
+        sweep.run(t & 1, t & 2, m, s, other);
+        sweep.run(t & 1, t & 2, m, other, s);
+      }
+}
+
+// Random (n, k) pairs from the awkward sizes.
+TEST_P(SgemmSkinny, RandomPairs) {
+  const std::int64_t m_max = skinny_m_max();
+  std::mt19937 rng(7);
+  const std::size_t count = sizeof kSkinnySizes / sizeof kSkinnySizes[0];
+  Sweep sweep(varied_skinny, 70000);
+  for (std::int64_t m = 1; m <= m_max; ++m)
+    for (int t = 0; t < 4; ++t)
+      for (int r = 0; r < 2; ++r) {
+        const std::int64_t n = kSkinnySizes[rng() % count], k = kSkinnySizes[rng() % count];
+        sweep.run(t & 1, t & 2, m, n, k);
+      }
+}
+
+// n = k = 1031 (past the awkward list: several k blocks, many column tiles):
+// m = 1 and m = the skinny limit (8 if there is none) with every transpose
+// pair, a few m between and just past it with one pair each.
+TEST_P(SgemmSkinny, LargeSquarish) {
+  const std::int64_t m_max = skinny_m_max();
+  Sweep sweep(varied_skinny, 80000);
+  for (int t = 0; t < 4; ++t) {
+    sweep.run(t & 1, t & 2, 1, 1031, 1031);
+    sweep.run(t & 1, t & 2, m_max - 1, 1031, 1031);
+  }
+  sweep.run(false, true, 3, 1031, 1031);
+  sweep.run(true, false, 5, 1031, 1031);
+  sweep.run(true, true, m_max, 1031, 1031);
+}
+
+// k far past any k block a streaming kernel might cut (blocks sized to keep
+// a slice of A in L1 are at most 4096 deep for m = 1).
+TEST_P(SgemmSkinny, DeepK) {
+  const std::int64_t m_max = skinny_m_max();
+  Sweep sweep(varied_skinny, 85000);
+  for (std::int64_t m = 1; m <= m_max; ++m)
+    for (int t = 0; t < 4; ++t) sweep.run(t & 1, t & 2, m, m % 2 ? 19 : 33, 4099);
+}
+
+// Bit-identical results for 1 and 2 threads and for repeated calls (no
+// reduction may be split by thread count, DESIGN.md).
+TEST_P(SgemmSkinny, DeterministicAcrossThreadsAndCalls) {
+  const std::int64_t n = 1031, k = 1031;
+  const auto a = random_normal(static_cast<std::size_t>(8 * k), 90);
+  const auto b = random_normal(static_cast<std::size_t>(k * n), 91);
+  const auto c0 = random_normal(static_cast<std::size_t>(8 * n), 92);
+  for (const std::int64_t m : {1, 4, 8})
+    for (int t = 0; t < 4; ++t)
+      for (const float beta : {0.0f, 0.5f}) {
+        const bool ta = t & 1, tb = t & 2;
+        SCOPED_TRACE(describe({ta, tb, m, n, k, 1.25f, beta, 0, 0, 0}));
+        std::vector<float> first;
+        for (const int threads : {1, 2, 1, 2}) {
+          ASSERT_EQ(ak_set_num_threads(threads), AK_OK);
+          std::vector<float> c(c0.begin(), c0.begin() + m * n);
+          ASSERT_EQ(ak_sgemm(ta ? AK_TRANS : AK_NO_TRANS, tb ? AK_TRANS : AK_NO_TRANS, m, n, k,
+                             1.25f, a.data(), ta ? m : k, b.data(), tb ? k : n, beta, c.data(), n),
+                    AK_OK)
+              << ak_last_error();
+          if (first.empty())
+            first = c;
+          else
+            ASSERT_EQ(0, std::memcmp(first.data(), c.data(), c.size() * sizeof(float)))
+                << "threads = " << threads << " differs from the first call (threads = 1)";
+        }
+      }
+}
+
+// Strided batches of skinny products against the reference, item by item:
+// gaps between the matrices, B (or A) reused with stride 0, every transpose
+// pair, beta == 0 over NaN and beta != 0.
+TEST_P(SgemmSkinny, StridedBatched) {
+  const std::int64_t batch = 5;
+  struct Shape {
+    std::int64_t m, n, k;
+  };
+  unsigned i = 0;
+  for (int t = 0; t < 4; ++t)
+    for (const Shape s : {Shape{1, 65, 33}, Shape{5, 129, 17}, Shape{8, 31, 257}, Shape{3, 1, 63}})
+      for (const int reuse : {0, 1, 2}) { // 0: none, 1: stride_b = 0, 2: stride_a = 0
+        const GemmCase g = varied_skinny(t & 1, t & 2, s.m, s.n, s.k, i++);
+        SCOPED_TRACE(describe(g) + " batch=5 reuse=" + std::to_string(reuse));
+        const GemmLayout l = layout_of(g);
+        const std::int64_t ea = extent(l.a_rows, l.a_cols, l.lda);
+        const std::int64_t eb = extent(l.b_rows, l.b_cols, l.ldb);
+        const std::int64_t sa = reuse == 2 ? 0 : ea + 3, sb = reuse == 1 ? 0 : eb + 7;
+        const std::int64_t sc = g.m * l.ldc + 5;
+        const std::vector<float> a = operand(batch, sa, l.a_rows, l.a_cols, l.lda, 100 + i);
+        const std::vector<float> b = operand(batch, sb, l.b_rows, l.b_cols, l.ldb, 200 + i);
+        GuardedC c = guarded_c(batch, sc, g.m, g.n, l.ldc, g.beta, 300 + i);
+        const GuardedC c0 = c;
+        ASSERT_EQ(ak_sgemm_strided_batched(g.ta ? AK_TRANS : AK_NO_TRANS,
+                                           g.tb ? AK_TRANS : AK_NO_TRANS, g.m, g.n, g.k, g.alpha,
+                                           a.data(), l.lda, sa, b.data(), l.ldb, sb, g.beta,
+                                           c.data(), l.ldc, sc, batch),
+                  AK_OK)
+            << ak_last_error();
+        int bad = 0;
+        for (std::int64_t p = 0; p < batch; ++p) {
+          SCOPED_TRACE("batch item " + std::to_string(p));
+          bad += compare_to_reference(g, a.data() + p * sa, l.lda, b.data() + p * sb, l.ldb,
+                                      c0.data() + p * sc, c.data() + p * sc, l.ldc);
+        }
+        bad += count_stray_writes(c);
+        ASSERT_EQ(bad, 0);
+      }
+}
+
+AK_INSTANTIATE_PER_ISA(SgemmSkinny);
 
 } // namespace
 } // namespace ak_test

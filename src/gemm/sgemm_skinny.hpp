@@ -5,10 +5,12 @@
 //
 //   B rows contiguous along n (op(B) = B, row-major k x n): a register tile
 //     of m rows x NV vectors of C; each k step loads NV vectors of one B row
-//     and broadcasts A(i, p). B is walked one column strip at a time.
+//     and broadcasts A(i, p). k runs in blocks of 8 rows and, within a
+//     block, strip after strip: B is read as 8 linear row streams, with the
+//     tile's sums parked in L1 between blocks.
 //   B rows contiguous along k (op(B) = B^T, the usual weight layout): J
 //     columns of C at a time, each a dot product of A's rows with one row of
-//     B, vectorized along k and reduced at the end.
+//     B, vectorized along k and reduced at the end of each 4096-deep block.
 //
 // Threads split the columns of C; every element's sum runs in the same order
 // whatever the thread count. A is copied to a contiguous m x k block first
@@ -142,16 +144,19 @@ inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
     for (int j = 0; j < J; ++j) sum[i * lds + j] += V::reduce_add(acc[i][j]);
 }
 
-// Columns [j0, j1) of C. k is cut into blocks whose slice of A (M rows)
-// fits in 16 KiB, so A is re-read from L1 by every group of J columns while
-// B streams past once; the blocks' partial dot products add up in order.
+// Columns [j0, j1) of C. k is cut into blocks of 4096, so the slice of A
+// that every group of J columns re-reads stays in L1/L2 while B streams past
+// once; shorter blocks (a smaller slice of A) measured slower, as each B row
+// segment then starts a new prefetch stream. The blocks' partial dot
+// products add up in order.
 template <class V, int M>
 void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const float *a,
                     std::int64_t lda, const float *b, std::int64_t ldb, float alpha, float beta,
                     float *c, std::int64_t ldc, float *sum) {
   constexpr int J0 = skinny_acc_budget<V>() / M;
-  constexpr int J = J0 < 1 ? 1 : J0 > 8 ? 8 : J0;
-  constexpr std::int64_t kBlock = 4096 / M / 16 * 16;
+  // At most 4 rows of B at once: more concurrent streams measured slower.
+  constexpr int J = J0 < 1 ? 1 : J0 > 4 ? 4 : J0;
+  constexpr std::int64_t kBlock = 4096;
   const std::int64_t width = j1 - j0, groups_end = width / J * J;
   for (std::int64_t x = 0; x < M * width; ++x) sum[x] = 0.0f;
   for (std::int64_t p0 = 0; p0 < k; p0 += kBlock) {
