@@ -3,9 +3,15 @@
 //   for jc in n step NC           (B panel: KC x NC, packed once, shared)
 //     for pc in k step KC         (the only loop that accumulates into C)
 //       pack B[pc:pc+KC, jc:jc+NC] into NR-wide slivers   (threads split slivers)
-//       for each (ic, n-part) work item                   (threads split items)
-//         pack A[ic:ic+MC, pc:pc+KC] into MR-tall slivers (per thread)
-//         for jr in the n-part step NR, for ir in MC step MR: micro-kernel
+//       for each (ic, n-part) work item                   (threads take items)
+//         pack A[ic:ic+MC, pc:pc+KC] into MR-tall slivers (per thread; or
+//                                                          read A in place)
+//         for each chunk of B slivers (sized to stay in L2)
+//           for ir in MC step MR: for jr in the chunk: micro-kernel
+//
+// The innermost order keeps one A sliver in L1 while the B slivers of the
+// chunk stream past it from L2: the A sliver (MR x KC) is the smaller of
+// the two, as NR >= MR in every tile here.
 //
 // Determinism: the k loop is never split across threads and KC depends only
 // on k, so every element of C sees the same sequence of operations for any
@@ -55,7 +61,7 @@ template <class Cfg> GemmPlan plan_gemm(const GemmArgs &g, int threads) {
   const std::int64_t k_blocks = ceil_div(g.k, Cfg::kc);
   p.kc = ceil_div(g.k, k_blocks);
   p.nc = min64(round_up(g.n, NR), Cfg::nc);
-  p.threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, 4.0e6);
+  p.threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, 2.5e5);
   const int t = p.threads;
   // Row blocks: at most MC rows; with a team, small enough that there are
   // about four per thread, so that dynamic scheduling can even out a thread
@@ -90,7 +96,8 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   const bool direct_a = cs_a == 1 && ceil_div(g.n, NR) <= Cfg::direct_a_max_slivers;
 
   const std::int64_t b_floats = plan.kc * plan.nc;
-  const std::int64_t a_floats = plan.kc * MR; // one A sliver per thread
+  const std::int64_t a_floats = plan.kc * plan.mc; // one A block per thread
+  const std::int64_t chunk = max64(1, Cfg::b_chunk_bytes / (plan.kc * NR * 4));
   Scratch scratch(static_cast<std::size_t>(b_floats + a_floats * plan.threads + 16));
   if (!scratch.data()) return KernelStatus::out_of_memory;
   float *const bpack = scratch.data();
@@ -121,22 +128,30 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
           const std::int64_t s_begin = part * per_part;
           const std::int64_t s_end = min64(slivers, s_begin + per_part);
           if (s_begin >= s_end) continue;
-          for (std::int64_t i0 = 0; i0 < mc; i0 += MR) {
-            const int rows = static_cast<int>(min64(MR, mc - i0));
-            const float *a_src = g.a + (ic + i0) * rs_a + pc * cs_a;
-            float *const c_row = g.c + (ic + i0) * g.ldc + jc;
-            if (!direct_a) pack_a_sliver<MR>(kc, rows, a_src, rs_a, cs_a, apack);
-            // The A sliver stays in L1 while the B slivers stream past it.
-            for (std::int64_t s = s_begin; s < s_end; ++s) {
-              const std::int64_t j0 = s * NR;
-              const int cols = static_cast<int>(min64(NR, nc - j0));
-              const float *bp = bpack + j0 * kc;
-              if (direct_a)
-                TileKernel<V, MR, NV, false>::run(rows, kc, a_src, bp, g.alpha, beta, c_row + j0,
-                                                  g.ldc, cols, rs_a);
-              else
-                TileKernel<V, MR, NV, true>::run(rows, kc, apack, bp, g.alpha, beta, c_row + j0,
-                                                 g.ldc, cols, 0);
+          if (!direct_a)
+            for (std::int64_t i0 = 0; i0 < mc; i0 += MR)
+              pack_a_sliver<MR>(kc, static_cast<int>(min64(MR, mc - i0)),
+                                g.a + (ic + i0) * rs_a + pc * cs_a, rs_a, cs_a, apack + i0 * kc);
+          // B in chunks that stay in L2 while every A sliver of the block
+          // passes over them; each A sliver stays in L1 while a chunk's
+          // slivers stream past it.
+          for (std::int64_t sc = s_begin; sc < s_end; sc += chunk) {
+            const std::int64_t sc_end = min64(s_end, sc + chunk);
+            for (std::int64_t i0 = 0; i0 < mc; i0 += MR) {
+              const int rows = static_cast<int>(min64(MR, mc - i0));
+              const float *a_src = g.a + (ic + i0) * rs_a + pc * cs_a;
+              float *const c_row = g.c + (ic + i0) * g.ldc + jc;
+              for (std::int64_t s = sc; s < sc_end; ++s) {
+                const std::int64_t j0 = s * NR;
+                const int cols = static_cast<int>(min64(NR, nc - j0));
+                const float *bp = bpack + j0 * kc;
+                if (direct_a)
+                  TileKernel<V, MR, NV, false>::run(rows, kc, a_src, bp, g.alpha, beta, c_row + j0,
+                                                    g.ldc, cols, rs_a);
+                else
+                  TileKernel<V, MR, NV, true>::run(rows, kc, apack + i0 * kc, bp, g.alpha, beta,
+                                                   c_row + j0, g.ldc, cols, 0);
+              }
             }
           }
         } // implicit barrier: B panel free for the next pc

@@ -1,0 +1,22 @@
+// The library's vectorized exp (src/vexp.hpp), compiled into the test binary
+// once per instruction set with that set's flags, so it can be checked
+// element by element. (The shared library exports only the C API.)
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace akt {
+
+struct ExpProbe {
+  const char *isa; // the ak_isa_supported name; run only where that says 1
+  // y[i] = exp(x[i]) by vexp; n need not be a multiple of the vector width.
+  void (*exp)(const float *x, float *y, std::size_t n);
+  // y[i] = exp(a[i] - b[i]) by vexp_diff, as softmax and attention call it.
+  void (*exp_diff)(const float *a, const float *b, float *y, std::size_t n);
+};
+
+// Every instruction set this build compiled.
+const std::vector<ExpProbe> &exp_probes();
+
+} // namespace akt

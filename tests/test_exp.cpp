@@ -1,0 +1,167 @@
+// The vectorized exp that softmax and attention use (src/vexp.hpp), checked
+// element by element on every instruction set this CPU runs:
+//   - at most 2 ulp from double-precision exp over [-87.3, 88.7], on every
+//     128th float of that range (about 1.7e7 points per instruction set), or
+//     on every float when AK_EXP_EXHAUSTIVE=1 (minutes; for manual runs);
+//   - 0 for -inf and below -104, +inf on overflow and for +inf, NaN for NaN;
+//   - exp(a - b) with the subtraction's rounding error carried (vexp_diff)
+//     within 2 ulp of exp of the exact difference.
+#include "exp_probe/exp_probe.hpp"
+
+#include <attnkern.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <ostream>
+#include <random>
+#include <vector>
+
+namespace {
+
+float from_bits(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+std::uint32_t to_bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// |y - exact| in units of the last place of the float nearest to `exact`
+// (a normal float everywhere in the tested range).
+double ulp_error(float y, double exact) {
+  const int e = std::ilogb(static_cast<float>(exact));
+  return std::fabs(static_cast<double>(y) - exact) / std::ldexp(1.0, e - 23);
+}
+
+struct Worst {
+  double ulp = 0.0;
+  float x = 0.0f;
+  float y = 0.0f;
+  std::size_t points = 0;
+};
+
+// Runs the probe over the floats between lo and hi (same sign) whose bit
+// patterns are `stride` apart, in chunks.
+void sweep(const akt::ExpProbe &probe, float lo, float hi, std::uint32_t stride, Worst &w) {
+  std::uint32_t a = to_bits(lo), b = to_bits(hi);
+  if (a > b) std::swap(a, b); // negative floats order backwards
+  constexpr std::size_t kChunk = 1 << 16;
+  std::vector<float> x(kChunk), y(kChunk);
+  for (std::uint64_t u = a; u <= b;) {
+    std::size_t n = 0;
+    for (; n < kChunk && u <= b; ++n, u += stride) x[n] = from_bits(static_cast<std::uint32_t>(u));
+    probe.exp(x.data(), y.data(), n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double err = ulp_error(y[i], std::exp(static_cast<double>(x[i])));
+      if (!(err <= w.ulp)) { // NaN results count as failures too
+        w.ulp = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
+        w.x = x[i];
+        w.y = y[i];
+      }
+    }
+    w.points += n;
+  }
+}
+
+} // namespace
+
+namespace akt {
+// Test names and failure messages show the instruction set, not the bytes.
+void PrintTo(const ExpProbe &p, std::ostream *os) { *os << p.isa; }
+} // namespace akt
+
+namespace {
+
+class VexpTest : public ::testing::TestWithParam<akt::ExpProbe> {
+protected:
+  void SetUp() override {
+    if (!ak_isa_supported(GetParam().isa)) GTEST_SKIP() << GetParam().isa << " not on this CPU";
+  }
+};
+
+TEST_P(VexpTest, WithinTwoUlpOverTheWholeRange) {
+  const char *full = std::getenv("AK_EXP_EXHAUSTIVE");
+  const std::uint32_t stride = full && std::strcmp(full, "1") == 0 ? 1 : 128;
+  Worst w;
+  sweep(GetParam(), -87.3f, -0.0f, stride, w);
+  sweep(GetParam(), 0.0f, 88.7f, stride, w);
+  EXPECT_GE(w.points, stride == 1 ? std::size_t{2000000000} : std::size_t{10000000});
+  EXPECT_LE(w.ulp, 2.0) << GetParam().isa << ": exp(" << w.x << ") = " << w.y << " vs "
+                        << std::exp(static_cast<double>(w.x)) << " (" << w.points << " points)";
+  std::printf("[ vexp     ] %s: max %.3f ulp over %zu points (worst exp(%.9g))\n", GetParam().isa,
+              w.ulp, w.points, static_cast<double>(w.x));
+}
+
+TEST_P(VexpTest, SpecialValues) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x = {-inf,   -1e30f, -1000.0f, -104.5f, -104.0001f, inf,  1e30f,
+                                88.73f, 89.0f,  100.0f,   nan,     -nan,       0.0f, -0.0f};
+  std::vector<float> y(x.size());
+  GetParam().exp(x.data(), y.data(), x.size());
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(y[i], 0.0f) << "exp(" << x[i] << ")";
+  for (int i = 5; i < 10; ++i) EXPECT_EQ(y[i], inf) << "exp(" << x[i] << ")";
+  EXPECT_TRUE(std::isnan(y[10]));
+  EXPECT_TRUE(std::isnan(y[11]));
+  EXPECT_EQ(y[12], 1.0f);
+  EXPECT_EQ(y[13], 1.0f);
+  // Between -104 and -87.3 the results are subnormal: tiny, never negative
+  // or larger than the smallest normal float's neighbourhood.
+  const std::vector<float> deep = {-87.5f, -90.0f, -95.0f, -100.0f, -103.9f};
+  std::vector<float> yd(deep.size());
+  GetParam().exp(deep.data(), yd.data(), deep.size());
+  for (std::size_t i = 0; i < deep.size(); ++i) {
+    EXPECT_GE(yd[i], 0.0f) << "exp(" << deep[i] << ")";
+    EXPECT_LE(yd[i], 1.2e-38f) << "exp(" << deep[i] << ")";
+    EXPECT_NEAR(yd[i], std::exp(static_cast<double>(deep[i])), 1e-44) << "exp(" << deep[i] << ")";
+  }
+}
+
+TEST_P(VexpTest, DifferenceWithinTwoUlpOfTheExactDifference) {
+  // Softmax's exp(x - max): max and x of similar size, where x - max alone
+  // may be inexact in float.
+  std::mt19937 rng(20261121);
+  std::uniform_real_distribution<float> mag(-80.0f, 80.0f), gap(-85.0f, 0.0f);
+  constexpr std::size_t n = 1 << 20;
+  std::vector<float> a(n), b(n), y(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    b[i] = mag(rng);
+    a[i] = b[i] + gap(rng);
+  }
+  GetParam().exp_diff(a.data(), b.data(), y.data(), n);
+  double worst = 0.0;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double exact = std::exp(static_cast<double>(a[i]) - static_cast<double>(b[i]));
+    const double err = ulp_error(y[i], exact);
+    if (!(err <= worst)) {
+      worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
+      at = i;
+    }
+  }
+  EXPECT_LE(worst, 2.0) << GetParam().isa << ": exp(" << a[at] << " - " << b[at] << ") = " << y[at];
+  // Masked lanes: -inf - finite is exactly 0 after exp; NaN stays NaN.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float xa[] = {-inf, std::numeric_limits<float>::quiet_NaN(), 3.0f};
+  const float xb[] = {2.0f, 2.0f, 3.0f};
+  float out[3];
+  GetParam().exp_diff(xa, xb, out, 3);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_TRUE(std::isnan(out[1]));
+  EXPECT_EQ(out[2], 1.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(PerIsa, VexpTest, ::testing::ValuesIn(akt::exp_probes()),
+                         [](const ::testing::TestParamInfo<akt::ExpProbe> &info) {
+                           return std::string(info.param.isa);
+                         });
+
+} // namespace
