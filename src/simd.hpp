@@ -54,6 +54,7 @@ struct ScalarVec {
     return out;
   }
   static float reduce_add(reg v) { return v; }
+  static reg reduce_add_each(const reg *v) { return v[0]; }
   static float reduce_max(reg v) { return v; }
 };
 
@@ -99,13 +100,29 @@ template <class Arch> struct XsimdVec {
     const ireg bits = (xsimd::to_int(n) + ireg(127)) << 23;
     return xsimd::bitwise_cast<reg>(bits);
   }
-  // Fixed lane order, so results never depend on anything but the ISA.
-  static float reduce_add(reg v) {
-    alignas(64) float t[width];
-    v.store_aligned(t);
-    float s = 0.0f;
-    for (int i = 0; i < width; ++i) s += t[i];
-    return s;
+  // A fixed pairwise tree (xsimd's hadd: halves added until one lane is
+  // left), so results depend on nothing but the ISA; a few shuffles instead
+  // of a store and a serial chain of width - 1 additions.
+  static float reduce_add(reg v) { return xsimd::hadd(v); }
+  // Lane i = the sum of v[i]'s lanes, for `width` vectors at once (a
+  // transposing tree: far fewer shuffles than width separate reductions).
+  static reg reduce_add_each(const reg *v) {
+#if defined(__AVX512F__)
+    if constexpr (width == 16) {
+      // xsimd 8.1's AVX-512 haddp returns the sums in a permuted lane order;
+      // fold each vector to 256 bits and use the AVX one, which is right.
+      using half = xsimd::batch<float, xsimd::fma3<xsimd::avx2>>;
+      half lo[8], hi[8];
+      for (int i = 0; i < 8; ++i) {
+        const __m512 a = v[i], b = v[i + 8];
+        lo[i] = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
+        hi[i] = _mm256_add_ps(_mm512_castps512_ps256(b), _mm512_extractf32x8_ps(b, 1));
+      }
+      const __m256 sl = xsimd::haddp(lo), sh = xsimd::haddp(hi);
+      return _mm512_insertf32x8(_mm512_castps256_ps512(sl), sh, 1);
+    }
+#endif
+    return xsimd::haddp(v);
   }
   static float reduce_max(reg v) {
     alignas(64) float t[width];

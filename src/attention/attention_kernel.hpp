@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -54,10 +55,13 @@ inline KeyRange visible_keys(const AttentionArgs &a, std::int64_t n, std::int64_
 // Shape-only decisions shared by every work item.
 template <class Cfg> struct AttentionPlan {
   static constexpr int MR = Cfg::mr, NR = Cfg::nv * Cfg::width;
-  static constexpr std::int64_t kMaxRows = 64;
-  static constexpr std::int64_t kRows = (48 + MR - 1) / MR * MR; // rows per item (target)
-  static constexpr std::int64_t kBk = (128 + NR - 1) / NR * NR;  // keys per block
-  static constexpr std::int64_t kKvChunk = 1024;                 // keys per split chunk
+  static constexpr std::int64_t kMaxRows = 192;
+  // Rows per item (target): each packed K and V block serves all of them, so
+  // more rows amortize the packing; 192 keeps Q, the scores and the
+  // accumulator (about 100 KiB each at d = 128) in L2.
+  static constexpr std::int64_t kRows = kMaxRows / MR * MR;
+  static constexpr std::int64_t kBk = (128 + NR - 1) / NR * NR; // keys per block
+  static constexpr std::int64_t kKvChunk = 1024;                // keys per split chunk
   static constexpr std::int64_t kSplitMaxQ = 16; // split keys only for q blocks this short
   static_assert(kRows <= kMaxRows, "row arrays are sized for kMaxRows");
 
@@ -86,7 +90,6 @@ template <class Cfg> struct AttentionPlan {
            + a.dk * bk_pad      // packed K block
            + kBk * dv_pad       // packed V block
            + rows_pad * bk_pad  // scores / weights
-           + rows_pad * kBk     // packed weights
            + rows_pad * dv_pad  // output accumulator
            + 2 * rows_pad + 64; // m, l
   }
@@ -116,6 +119,7 @@ template <class V, class Cfg> class AttentionItem {
   using Plan = AttentionPlan<Cfg>;
   using reg = typename V::reg;
   static constexpr int MR = Cfg::mr, NV = Cfg::nv, W = V::width, NR = NV * W;
+  static constexpr std::int64_t kDirectRows = 8;
 
 public:
   AttentionItem(const AttentionArgs &a, const Plan &p, float *scratch) : a_(a), p_(p) {
@@ -124,7 +128,6 @@ public:
     kpack_ = s, s += a.dk * p.bk_pad;
     vpack_ = s, s += Plan::kBk * p.dv_pad;
     scores_ = s, s += p.rows_pad * p.bk_pad;
-    ppack_ = s, s += p.rows_pad * Plan::kBk;
     st_.acc = s, s += p.rows_pad * p.dv_pad;
     st_.m = s, s += p.rows_pad;
     st_.l = s;
@@ -134,6 +137,11 @@ public:
   void run(std::int64_t index, float *partial) {
     decode_index(index);
     setup_rows();
+    // Few rows (decode, small GQA groups): padding them to an MR-row tile
+    // would multiply the arithmetic, and packing K and V would double their
+    // traffic. Instead the rows take GEMV-like kernels that read K and V
+    // where they lie, once per block. A function of the shape alone.
+    direct_ = rows_ <= kDirectRows && a_.dv % W == 0;
     pack_q();
     const float ninf = -std::numeric_limits<float>::infinity();
     for (std::int64_t r = 0; r < p_.rows_pad; ++r) st_.m[r] = ninf, st_.l[r] = 0.0f;
@@ -184,6 +192,14 @@ private:
   // Q rows, times scale, into MR-tall slivers (zero rows pad the last one).
   void pack_q() {
     const std::int64_t dk = a_.dk;
+    if (direct_) { // plain rows, row r at qpack_ + r * dk
+      for (std::int64_t r = 0; r < rows_; ++r) {
+        const float *src = a_.q + b_ * a_.q_strides[0] + head_of(r) * a_.q_strides[1] +
+                           query_of(r) * a_.q_strides[2];
+        for (std::int64_t d = 0; d < dk; ++d) qpack_[r * dk + d] = src[d] * a_.scale;
+      }
+      return;
+    }
     for (std::int64_t r = 0; r < p_.rows_pad; ++r) {
       float *dst = qpack_ + (r / MR) * MR * dk + r % MR;
       if (r < rows_) {
@@ -208,6 +224,7 @@ private:
   }
 
   void key_block(std::int64_t j0, std::int64_t j1) {
+    if (direct_) return key_block_direct(j0, j1);
     const std::int64_t bk = j1 - j0, dk = a_.dk;
     const float *kb = a_.k + b_ * a_.k_strides[0] + kvh_ * a_.k_strides[1];
     const float *vb = a_.v + b_ * a_.v_strides[0] + kvh_ * a_.v_strides[1];
@@ -238,12 +255,78 @@ private:
       exact_pv(j0, bk);
       return;
     }
-    for (std::int64_t r0 = 0; r0 < p_.rows_pad; r0 += MR)
-      pack_a_sliver<MR>(bk, MR, scores_ + r0 * p_.bk_pad, p_.bk_pad, 1, ppack_ + r0 * bk);
+    // The weights are the GEMM's A, read in place from the score rows (in
+    // L1/L2) rather than packed.
     for (std::int64_t r0 = 0; r0 < p_.rows_pad; r0 += MR)
       for (std::int64_t d0 = 0; d0 < p_.dv_pad; d0 += NR)
-        sgemm_ukernel<V, MR, NV>(bk, ppack_ + r0 * bk, vpack_ + d0 * bk, 1.0f, 1.0f,
-                                 st_.acc + r0 * p_.dv_pad + d0, p_.dv_pad);
+        sgemm_ukernel<V, MR, NV, 0>(bk, scores_ + r0 * p_.bk_pad, vpack_ + d0 * bk, 1.0f, 1.0f,
+                                    st_.acc + r0 * p_.dv_pad + d0, p_.dv_pad, p_.bk_pad);
+  }
+
+  // key_block for direct_ items: the same steps with K and V read in place.
+  void key_block_direct(std::int64_t j0, std::int64_t j1) {
+    const std::int64_t bk = j1 - j0;
+    const float *kb = a_.k + b_ * a_.k_strides[0] + kvh_ * a_.k_strides[1] + j0 * a_.k_strides[2];
+    const float *vb = a_.v + b_ * a_.v_strides[0] + kvh_ * a_.v_strides[1] + j0 * a_.v_strides[2];
+    for (std::int64_t r = 0; r < rows_; ++r)
+      for (std::int64_t j = 0; j < bk; ++j) scores_[r * p_.bk_pad + j] = 0.0f;
+    rows_dispatch<1>(rows_, [&](auto m) { direct_scores<decltype(m)::value>(bk, kb); });
+    for (std::int64_t r = 0; r < rows_; ++r) softmax_update(r, j0, bk);
+    // The first pass over the V block (it then stays in L2 for P V).
+    bool poisoned = false;
+    const std::int64_t vs = a_.v_strides[2];
+    for (std::int64_t j = 0; j < bk && !poisoned; ++j) {
+      prefetch_rows(vb + (j + kPrefetchKeys) * vs, vs, 1, a_.dv);
+      poisoned = has_non_finite<V>(vb + j * vs, a_.dv);
+    }
+    if (poisoned) {
+      exact_pv(j0, bk);
+      return;
+    }
+    rows_dispatch<1>(rows_, [&](auto m) { direct_pv<decltype(m)::value>(bk, vb); });
+  }
+
+  // K and V rows stream from memory in short runs (one row per key), which
+  // hardware prefetchers pick up late: request this many keys ahead. Past
+  // the end of the tensor a prefetch is harmless (it never faults).
+  static constexpr std::int64_t kPrefetchKeys = 32;
+  static void prefetch_rows(const float *row, std::int64_t stride, std::int64_t rows,
+                            std::int64_t len) {
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t x = 0; x < len; x += 16) __builtin_prefetch(row + r * stride + x);
+  }
+
+  template <int M, class F> static void rows_dispatch(std::int64_t rows, F &&f) {
+    if constexpr (M <= kDirectRows) {
+      if (rows == M) return f(std::integral_constant<int, M>{});
+      rows_dispatch<M + 1>(rows, f);
+    }
+  }
+
+  // scores_[r][j] += (scale q_r) . k_j for j < bk, J keys at a time.
+  template <int M> void direct_scores(std::int64_t bk, const float *kb) {
+    constexpr int J0 = skinny_acc_budget<V>() / M;
+    constexpr int J = J0 < 1 ? 1 : J0 > 4 ? 4 : J0;
+    const std::int64_t ks = a_.k_strides[2];
+    std::int64_t j = 0;
+    for (; j + J <= bk; j += J) {
+      prefetch_rows(kb + (j + kPrefetchKeys) * ks, ks, J, a_.dk);
+      skinny_k_tile<V, M, J>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, scores_ + j, p_.bk_pad);
+    }
+    for (; j < bk; ++j)
+      skinny_k_tile<V, M, 1>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, scores_ + j, p_.bk_pad);
+  }
+
+  // acc_r += sum_j w_rj v_j over the block, dv in strips of NVd vectors.
+  template <int M> void direct_pv(std::int64_t bk, const float *vb) {
+    constexpr int NV0 = skinny_acc_budget<V>() / M;
+    constexpr int NVd = NV0 < 1 ? 1 : NV0 > 8 ? 8 : NV0;
+    const std::int64_t vs = a_.v_strides[2];
+    std::int64_t d = 0;
+    for (; d + NVd * W <= a_.dv; d += NVd * W)
+      skinny_n_tile<V, M, NVd>(0, bk, scores_, p_.bk_pad, vb + d, vs, st_.acc + d, p_.dv_pad);
+    for (; d < a_.dv; d += W)
+      skinny_n_tile<V, M, 1>(0, bk, scores_, p_.bk_pad, vb + d, vs, st_.acc + d, p_.dv_pad);
   }
 
   // Masks row r's scores for keys [j0, j0 + bk), adds the bias, updates the
@@ -267,11 +350,26 @@ private:
       float *pr = probs_row(r) + j0;
       for (std::int64_t j = a; j < e; ++j) pr[j] = s[j];
     }
+    // Block max over the visible keys; a NaN anywhere makes the row NaN
+    // (flagged per lane, as max alone may drop it).
     float m_blk = ninf;
     bool nan = false;
-    for (std::int64_t j = a; j < e; ++j) {
-      m_blk = s[j] > m_blk ? s[j] : m_blk;
-      nan = nan || s[j] != s[j];
+    {
+      reg vmax = V::set1(ninf), probe = V::zero();
+      const reg one = V::set1(1.0f);
+      std::int64_t j = a;
+      for (; j + W <= e; j += W) {
+        const reg x = V::loadu(s + j);
+        vmax = V::max(vmax, x);
+        probe = V::nan_select(x, one, probe);
+      }
+      for (; j < e; ++j) {
+        m_blk = s[j] > m_blk ? s[j] : m_blk;
+        nan = nan || s[j] != s[j];
+      }
+      const float vm = V::reduce_max(vmax);
+      m_blk = vm > m_blk ? vm : m_blk;
+      nan = nan || vm != vm || V::reduce_max(probe) > 0.0f;
     }
     const float m_old = st_.m[r];
     float m_new = m_blk > m_old ? m_blk : m_old;
@@ -369,11 +467,12 @@ public:
 private:
   const AttentionArgs &a_;
   const Plan &p_;
-  float *qpack_, *kpack_, *vpack_, *scores_, *ppack_;
+  float *qpack_, *kpack_, *vpack_, *scores_;
   RowState st_;
   std::int64_t lo_[Plan::kMaxRows], hi_[Plan::kMaxRows];
   std::int64_t b_ = 0, kvh_ = 0, h0_ = 0, nh_ = 0, i0_ = 0, nq_ = 0, rows_ = 0, n_ = 0;
   std::int64_t chunk_ = 0, c0_ = 0, c1_ = 0, u_lo_ = 0, u_hi_ = 0;
+  bool direct_ = false;
 };
 
 // Merges the key chunks of every row in chunk order (log-sum-exp).

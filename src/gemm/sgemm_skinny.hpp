@@ -140,8 +140,18 @@ inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
     for (int i = 0; i < M; ++i)
       for (int j = 0; j < J; ++j) acc[i][j] = V::fmadd(V::loadu(at[i]), V::loadu(bt[j]), acc[i][j]);
   }
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < J; ++j) sum[i * lds + j] += V::reduce_add(acc[i][j]);
+  if constexpr (M * J == W) { // one vector of all the tile's sums
+    reg flat[M * J];
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < J; ++j) flat[i * J + j] = acc[i][j];
+    alignas(64) float t[W];
+    V::storeu(t, V::reduce_add_each(flat));
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < J; ++j) sum[i * lds + j] += t[i * J + j];
+  } else {
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < J; ++j) sum[i * lds + j] += V::reduce_add(acc[i][j]);
+  }
 }
 
 // Columns [j0, j1) of C. k is cut into blocks of 4096, so the slice of A
