@@ -115,11 +115,13 @@ ak_status ak_sgemm_strided_batched(ak_trans ta, ak_trans tb, int64_t m, int64_t 
 }
 
 ak_status ak_sgemm_get_blocking(ak_sgemm_blocking *out) {
-  if (out == nullptr)
-    return ak::capi::fail(AK_ERR_NULL_POINTER, "ak_sgemm_get_blocking: out is NULL");
-  const ak::GemmBlocking &b = ak::active_kernels().gemm_blocking;
-  *out = ak_sgemm_blocking{b.mr, b.nr, b.mc, b.kc, b.nc, b.skinny_m};
-  return AK_OK;
+  return ak::capi::guarded("ak_sgemm_get_blocking", [&] {
+    if (out == nullptr)
+      return ak::capi::fail(AK_ERR_NULL_POINTER, "ak_sgemm_get_blocking: out is NULL");
+    const ak::GemmBlocking &b = ak::active_kernels().gemm_blocking;
+    *out = ak_sgemm_blocking{b.mr, b.nr, b.mc, b.kc, b.nc, b.skinny_m};
+    return AK_OK;
+  });
 }
 
 } // extern "C"

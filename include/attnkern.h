@@ -90,10 +90,11 @@ AK_API ak_status ak_sgemm(ak_trans ta, ak_trans tb, int64_t m, int64_t n, int64_
                           float *c, int64_t ldc);
 
 /* The SGEMM blocking of the instruction set in use, for tests that probe
-   every block edge and for tuning: the register tile is mr x nr, A is cut
-   into mc-row blocks, k into blocks of at most kc (all equal), B into nc-wide
-   panels; products with m <= skinny_m take the streaming (GEMV-like) path
-   instead. */
+   every block edge and for tuning: the register tile is mr x nr; A is cut
+   into row blocks of at most mc rows; k into ceil(k / kc) blocks of nearly
+   equal depth (at most kc; the split depends on k alone); B into panels at
+   most nc wide. Products with m <= skinny_m take the streaming (GEMV-like)
+   path instead. */
 typedef struct {
   int64_t mr, nr, mc, kc, nc, skinny_m;
 } ak_sgemm_blocking;

@@ -3,9 +3,9 @@
 // other is plain scalar C++ (the "scalar" instruction set and the fallback for
 // targets xsimd does not cover). Kernels are templates over one of these.
 //
-// Why not use xsimd directly everywhere: 8.1 lacks reductions, its fma on
-// AVX-512 may compile to a separate multiply and add, and the scalar path must
-// exist without it.
+// Why not use xsimd directly everywhere: 8.1's reductions are few (and its
+// AVX-512 haddp permutes lanes), its fma on AVX-512 may compile to a separate
+// multiply and add, and the scalar path must exist without it.
 #pragma once
 
 #include <cmath>
@@ -100,14 +100,15 @@ template <class Arch> struct XsimdVec {
     const ireg bits = (xsimd::to_int(n) + ireg(127)) << 23;
     return xsimd::bitwise_cast<reg>(bits);
   }
-  // A fixed pairwise tree (xsimd's hadd: halves added until one lane is
-  // left), so results depend on nothing but the ISA; a few shuffles instead
-  // of a store and a serial chain of width - 1 additions.
+  // xsimd's hadd: a fixed tree of shuffles and adds per architecture (its
+  // pairing differs between ISAs and from reduce_add_each's), so results
+  // depend on nothing but the ISA; far cheaper than a store and a serial
+  // chain of width - 1 additions.
   static float reduce_add(reg v) { return xsimd::hadd(v); }
   // Lane i = the sum of v[i]'s lanes, for `width` vectors at once (a
   // transposing tree: far fewer shuffles than width separate reductions).
   static reg reduce_add_each(const reg *v) {
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
     if constexpr (width == 16) {
       // xsimd 8.1's AVX-512 haddp returns the sums in a permuted lane order;
       // fold each vector to 256 bits and use the AVX one, which is right.
@@ -122,6 +123,9 @@ template <class Arch> struct XsimdVec {
       return _mm512_insertf32x8(_mm512_castps256_ps512(sl), sh, 1);
     }
 #endif
+    // Lane order checked for SSE2, AVX and NEON (identity); the sweeps in
+    // tests/test_sgemm.cpp (skinny m * groups == width) would catch another.
+    static_assert(width == 4 || width == 8 || width == 16, "haddp lane order unchecked");
     return xsimd::haddp(v);
   }
   static float reduce_max(reg v) {

@@ -3,13 +3,15 @@
 //
 // Work item = (batch, kv head, group of its query heads, block of queries,
 // chunk of keys). Its rows are (query head, query) pairs that share one K/V
-// head, so GQA/MQA heads reuse each packed K and V block. For each block of
-// keys that some row can see:
-//   S = (scale Q) K^T         register-tiled GEMM micro-kernel
+// head, so GQA/MQA heads reuse each K and V block. For each block of keys
+// that some row can see:
+//   S = (scale Q) K^T         register-tiled GEMM micro-kernel on packed K
 //   mask, bias, online softmax per row (running max m, running sum l)
-//   O = O * exp(m_old - m_new) + P V   the same micro-kernel
-// and at the end out = O / l, lse = m + log l. Scratch is per thread and
-// sized by the blocks, never by q_len x kv_len.
+//   O = O * exp(m_old - m_new) + P V   the same micro-kernel, packed V
+// and at the end out = O / l, lse = m + log l. Items of at most kDirectRows
+// rows (decode) skip the packing and the register tile: GEMV-like kernels
+// read K and V in place (key_block_direct). Scratch is per thread and sized
+// by the blocks, never by q_len x kv_len.
 //
 // Keys are split into fixed chunks (kKvChunk) only for short query blocks
 // (decode); the split depends on the shape alone, so results are identical
@@ -20,10 +22,6 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "../gemm/gemm_driver.hpp"
 #include "../gemm/gemm_pack.hpp"
@@ -57,8 +55,9 @@ template <class Cfg> struct AttentionPlan {
   static constexpr int MR = Cfg::mr, NR = Cfg::nv * Cfg::width;
   static constexpr std::int64_t kMaxRows = 192;
   // Rows per item (target): each packed K and V block serves all of them, so
-  // more rows amortize the packing; 192 keeps Q, the scores and the
-  // accumulator (about 100 KiB each at d = 128) in L2.
+  // more rows amortize the packing; 192 keeps Q, the scores, the accumulator
+  // (about 100 KiB each at d = 128) and the K and V blocks (64 KiB each) in
+  // a 1 MiB L2.
   static constexpr std::int64_t kRows = kMaxRows / MR * MR;
   static constexpr std::int64_t kBk = (128 + NR - 1) / NR * NR; // keys per block
   static constexpr std::int64_t kKvChunk = 1024;                // keys per split chunk
@@ -266,6 +265,7 @@ private:
   // key_block for direct_ items: the same steps with K and V read in place.
   void key_block_direct(std::int64_t j0, std::int64_t j1) {
     const std::int64_t bk = j1 - j0;
+    j0_ = j0;
     const float *kb = a_.k + b_ * a_.k_strides[0] + kvh_ * a_.k_strides[1] + j0 * a_.k_strides[2];
     const float *vb = a_.v + b_ * a_.v_strides[0] + kvh_ * a_.v_strides[1] + j0 * a_.v_strides[2];
     for (std::int64_t r = 0; r < rows_; ++r)
@@ -276,7 +276,7 @@ private:
     bool poisoned = false;
     const std::int64_t vs = a_.v_strides[2];
     for (std::int64_t j = 0; j < bk && !poisoned; ++j) {
-      prefetch_rows(vb + (j + kPrefetchKeys) * vs, vs, 1, a_.dv);
+      prefetch_rows(vb, vs, j + kPrefetchKeys, 1, a_.dv);
       poisoned = has_non_finite<V>(vb + j * vs, a_.dv);
     }
     if (poisoned) {
@@ -287,13 +287,13 @@ private:
   }
 
   // K and V rows stream from memory in short runs (one row per key), which
-  // hardware prefetchers pick up late: request this many keys ahead. Past
-  // the end of the tensor a prefetch is harmless (it never faults).
+  // hardware prefetchers pick up late: request this many keys ahead, up to
+  // the end of the keys this item reads.
   static constexpr std::int64_t kPrefetchKeys = 32;
-  static void prefetch_rows(const float *row, std::int64_t stride, std::int64_t rows,
-                            std::int64_t len) {
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t x = 0; x < len; x += 16) __builtin_prefetch(row + r * stride + x);
+  void prefetch_rows(const float *block, std::int64_t stride, std::int64_t first, std::int64_t rows,
+                     std::int64_t len) const {
+    for (std::int64_t r = first; r < first + rows && j0_ + r < u_hi_; ++r)
+      for (std::int64_t x = 0; x < len; x += 16) __builtin_prefetch(block + r * stride + x);
   }
 
   template <int M, class F> static void rows_dispatch(std::int64_t rows, F &&f) {
@@ -310,7 +310,7 @@ private:
     const std::int64_t ks = a_.k_strides[2];
     std::int64_t j = 0;
     for (; j + J <= bk; j += J) {
-      prefetch_rows(kb + (j + kPrefetchKeys) * ks, ks, J, a_.dk);
+      prefetch_rows(kb, ks, j + kPrefetchKeys, J, a_.dk);
       skinny_k_tile<V, M, J>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, scores_ + j, p_.bk_pad);
     }
     for (; j < bk; ++j)
@@ -473,6 +473,7 @@ private:
   std::int64_t b_ = 0, kvh_ = 0, h0_ = 0, nh_ = 0, i0_ = 0, nq_ = 0, rows_ = 0, n_ = 0;
   std::int64_t chunk_ = 0, c0_ = 0, c1_ = 0, u_lo_ = 0, u_hi_ = 0;
   bool direct_ = false;
+  std::int64_t j0_ = 0; // first key of the block in progress (direct items)
 };
 
 // Merges the key chunks of every row in chunk order (log-sum-exp).

@@ -56,8 +56,8 @@ struct GemmPlan {
 template <class Cfg> GemmPlan plan_gemm(const GemmArgs &g, int threads) {
   constexpr int NR = Cfg::nv * Cfg::width;
   GemmPlan p{};
-  // KC: the k range split into equal blocks of at most Cfg::kc (no short
-  // last block). A function of k alone, for determinism.
+  // KC: the k range split into ceil(k / Cfg::kc) blocks of nearly equal
+  // depth (no short last block). A function of k alone, for determinism.
   const std::int64_t k_blocks = ceil_div(g.k, Cfg::kc);
   p.kc = ceil_div(g.k, k_blocks);
   p.nc = min64(round_up(g.n, NR), Cfg::nc);
@@ -96,7 +96,7 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   const bool direct_a = cs_a == 1 && ceil_div(g.n, NR) <= Cfg::direct_a_max_slivers;
 
   const std::int64_t b_floats = plan.kc * plan.nc;
-  const std::int64_t a_floats = plan.kc * plan.mc; // one A block per thread
+  const std::int64_t a_floats = direct_a ? 0 : plan.kc * plan.mc; // one A block per thread
   const std::int64_t chunk = max64(1, Cfg::b_chunk_bytes / (plan.kc * NR * 4));
   Scratch scratch(static_cast<std::size_t>(b_floats + a_floats * plan.threads + 16));
   if (!scratch.data()) return KernelStatus::out_of_memory;

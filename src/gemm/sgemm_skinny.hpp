@@ -7,7 +7,7 @@
 //     of m rows x NV vectors of C; each k step loads NV vectors of one B row
 //     and broadcasts A(i, p). k runs in blocks of 8 rows and, within a
 //     block, strip after strip: B is read as 8 linear row streams, with the
-//     tile's sums parked in L1 between blocks.
+//     tile's sums parked in a scratch row block (L1/L2) between blocks.
 //   B rows contiguous along k (op(B) = B^T, the usual weight layout): J
 //     columns of C at a time, each a dot product of A's rows with one row of
 //     B, vectorized along k and reduced at the end of each 4096-deep block.
@@ -30,6 +30,15 @@ namespace AK_ISA_NS {
 
 // Vector registers the accumulators of a skinny tile may take.
 template <class V> constexpr int skinny_acc_budget() { return V::width >= 16 ? 16 : 8; }
+
+// One lane of V::fmadd: fused where this translation unit's vectors are.
+inline float lane_fmadd(float a, float b, float c) {
+#if defined(__FMA__) || defined(__aarch64__)
+  return std::fma(a, b, c);
+#else
+  return a * b + c; // not contracted: the build has -ffp-contract=off
+#endif
+}
 
 inline float skinny_finish(float sum, float alpha, float beta, const float *c) {
   const float t = alpha == 1.0f ? sum : alpha * sum;
@@ -95,7 +104,7 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
       for (int i = 0; i < M; ++i) {
         float sum = acc[i * width + j];
         for (std::int64_t p = p0; p < p1; ++p)
-          sum = std::fma(a[i * lda + p], b[p * ldb + j0 + j], sum);
+          sum = lane_fmadd(a[i * lda + p], b[p * ldb + j0 + j], sum);
         acc[i * width + j] = sum;
       }
   }
@@ -181,22 +190,27 @@ void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
       c[i * ldc + j0 + j] = skinny_finish(sum[i * width + j], alpha, beta, c + i * ldc + j0 + j);
 }
 
-// Columns dealt out to threads in whole cache lines of C (16 floats); each
-// thread's running sums live in its own slice of one scratch buffer.
+// Columns are dealt out to threads in whole cache lines of C.
+constexpr std::int64_t kSkinnyGrain = 16;
+
+// Floats of running sums for m rows, n columns and `threads` threads.
+inline std::int64_t skinny_sums_floats(std::int64_t m, std::int64_t n, int threads) {
+  return m * (n + kSkinnyGrain * threads);
+}
+
+// Each thread's running sums live in its own slice of `sums`.
 template <class V, int M, bool BAlongK>
-KernelStatus skinny_columns(std::int64_t n, std::int64_t k, const float *a, std::int64_t lda,
-                            const float *b, std::int64_t ldb, float alpha, float beta, float *c,
-                            std::int64_t ldc, int threads) {
-  constexpr std::int64_t kGrain = 16;
-  Scratch scratch(static_cast<std::size_t>(M * (n + kGrain * threads)));
-  if (!scratch.data()) return KernelStatus::out_of_memory;
+void skinny_columns(std::int64_t n, std::int64_t k, const float *a, std::int64_t lda,
+                    const float *b, std::int64_t ldb, float alpha, float beta, float *c,
+                    std::int64_t ldc, int threads, float *sums) {
+  constexpr std::int64_t kGrain = kSkinnyGrain;
   const std::int64_t chunks = (n + kGrain - 1) / kGrain;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     const int t = omp_thread_id(), nt = omp_team_size();
     const std::int64_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
     const std::int64_t j0 = c0 * kGrain, j1 = c1 * kGrain < n ? c1 * kGrain : n;
-    float *const part = scratch.data() + M * (j0 + kGrain * t);
+    float *const part = sums + M * (j0 + kGrain * t);
     if (j0 < j1) {
       if (BAlongK)
         skinny_k_range<V, M>(j0, j1, k, a, lda, b, ldb, alpha, beta, c, ldc, part);
@@ -204,43 +218,45 @@ KernelStatus skinny_columns(std::int64_t n, std::int64_t k, const float *a, std:
         skinny_n_range<V, M>(j0, j1, k, a, lda, b, ldb, alpha, beta, c, ldc, part);
     }
   }
-  return KernelStatus::ok;
 }
 
 // ------------------------------------------------------------------ driver
 
 template <class V, int M = 1>
-KernelStatus skinny_dispatch(int m, bool b_along_k, std::int64_t n, std::int64_t k, const float *a,
-                             std::int64_t lda, const float *b, std::int64_t ldb, float alpha,
-                             float beta, float *c, std::int64_t ldc, int threads) {
-  if constexpr (M > 8) {
-    return KernelStatus::ok; // unreachable: m <= 8
-  } else {
+void skinny_dispatch(int m, bool b_along_k, std::int64_t n, std::int64_t k, const float *a,
+                     std::int64_t lda, const float *b, std::int64_t ldb, float alpha, float beta,
+                     float *c, std::int64_t ldc, int threads, float *sums) {
+  if constexpr (M <= 8) {
     if (m != M)
       return skinny_dispatch<V, M + 1>(m, b_along_k, n, k, a, lda, b, ldb, alpha, beta, c, ldc,
-                                       threads);
+                                       threads, sums);
     if (b_along_k)
-      return skinny_columns<V, M, true>(n, k, a, lda, b, ldb, alpha, beta, c, ldc, threads);
-    return skinny_columns<V, M, false>(n, k, a, lda, b, ldb, alpha, beta, c, ldc, threads);
+      skinny_columns<V, M, true>(n, k, a, lda, b, ldb, alpha, beta, c, ldc, threads, sums);
+    else
+      skinny_columns<V, M, false>(n, k, a, lda, b, ldb, alpha, beta, c, ldc, threads, sums);
   }
 }
 
 // Requires 1 <= g.m <= 8, g.k >= 1 and alpha != 0 (sgemm_one handles the rest).
 template <class V> KernelStatus sgemm_skinny(const GemmArgs &g, int threads) {
   threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, 1.0e6);
+  // One buffer (the thread's cached scratch): the running sums, then a
+  // contiguous copy of A when A is stored transposed.
+  const std::int64_t sums_floats = skinny_sums_floats(g.m, g.n, threads);
+  Scratch scratch(static_cast<std::size_t>(sums_floats + (g.trans_a ? g.m * g.k : 0)));
+  if (!scratch.data()) return KernelStatus::out_of_memory;
   const float *a = g.a;
   std::int64_t lda = g.lda;
-  Scratch scratch(g.trans_a ? static_cast<std::size_t>(g.m * g.k) : 0);
   if (g.trans_a) { // A is stored k x m: gather its m rows
-    if (!scratch.data()) return KernelStatus::out_of_memory;
-    float *ac = scratch.data();
+    float *ac = scratch.data() + sums_floats;
     for (std::int64_t p = 0; p < g.k; ++p)
       for (std::int64_t i = 0; i < g.m; ++i) ac[i * g.k + p] = g.a[p * g.lda + i];
     a = ac;
     lda = g.k;
   }
-  return skinny_dispatch<V>(static_cast<int>(g.m), g.trans_b, g.n, g.k, a, lda, g.b, g.ldb, g.alpha,
-                            g.beta, g.c, g.ldc, threads);
+  skinny_dispatch<V>(static_cast<int>(g.m), g.trans_b, g.n, g.k, a, lda, g.b, g.ldb, g.alpha,
+                     g.beta, g.c, g.ldc, threads, scratch.data());
+  return KernelStatus::ok;
 }
 
 } // namespace AK_ISA_NS
