@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: install missing packages, build ak_bench (Release) if needed, run every comparison with
-# repetitions, then print the Markdown tables and draw the SGEMM chart (PNG, gnuplot).
+# repetitions, then print the Markdown tables and draw the SGEMM and attention prefill charts
+# (PNG, gnuplot).
 #
 #   bench/run.sh [FILTER] [extra ak_bench arguments...]
 #
@@ -15,9 +16,12 @@
 #                         implementation alike; 0: each benchmark's repetitions back to back
 #   AK_BENCH_BUILD_DIR    build directory (default <repo>/build-bench)
 #   AK_BENCH_OUT          JSON output path (default <build>/bench-results/ak_bench-<time>.json;
-#                         the Markdown goes next to it, same name with .md, and the SGEMM
-#                         chart as <name>-sgemm.png)
-#   AK_BENCH_CHART_OUT    also copy the chart there (e.g. bench/sgemm.png, for committing)
+#                         the Markdown goes next to it, same name with .md, the SGEMM
+#                         chart as <name>-sgemm.png and the attention prefill chart as
+#                         <name>-attention.png)
+#   AK_BENCH_CHART_OUT    also copy the SGEMM chart there (e.g. bench/sgemm.png, for committing)
+#   AK_BENCH_ATTENTION_CHART_OUT  also copy the attention prefill chart (GFLOP/s against L)
+#                         there (e.g. bench/attention.png)
 #   AK_BENCH_OPENBLAS_CORETYPE  pin an OpenBLAS core (e.g. Haswell); by default the
 #                         binary removes a preset OPENBLAS_CORETYPE and lets OpenBLAS detect
 #   AK_BENCH_TOLERANCE    agreement tolerance of the correctness check (default 1e-4)
@@ -74,8 +78,11 @@ echo "== ak_bench took $(( $(date +%s) - start )) s; JSON: $out" >&2
 python3 "$here/compare.py" "$out" --out "$md"
 echo "== Markdown: $md" >&2
 
-# The chart: only when there are sgemm/ results; a missing gnuplot is a warning, not a failure.
-chart_args=(--out "${out%.json}-sgemm.png")
+# The charts: SGEMM only when there are sgemm/ results, attention only when there are
+# attention/ results; a missing gnuplot is a warning, not a failure.
+chart_args=(--out "${out%.json}-sgemm.png" --attention-out "${out%.json}-attention.png")
 [ -n "${AK_BENCH_CHART_OUT:-}" ] && chart_args+=(--out "$AK_BENCH_CHART_OUT")
+[ -n "${AK_BENCH_ATTENTION_CHART_OUT:-}" ] &&
+  chart_args+=(--attention-out "$AK_BENCH_ATTENTION_CHART_OUT")
 python3 "$here/chart.py" "$out" "${chart_args[@]}" ||
   echo "== warning: no chart (chart.py failed; see above)" >&2
