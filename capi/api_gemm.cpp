@@ -119,7 +119,7 @@ ak_status ak_sgemm_get_blocking(ak_sgemm_blocking *out) {
     if (out == nullptr)
       return ak::capi::fail(AK_ERR_NULL_POINTER, "ak_sgemm_get_blocking: out is NULL");
     const ak::GemmBlocking &b = ak::active_kernels().gemm_blocking;
-    *out = ak_sgemm_blocking{b.mr, b.nr, b.mc, b.kc, b.nc, b.skinny_m};
+    *out = ak_sgemm_blocking{b.mr, b.nr, b.mc, b.kc, b.nc, b.skinny_m, b.kc_narrow, b.narrow_n};
     return AK_OK;
   });
 }

@@ -92,11 +92,11 @@ AK_API ak_status ak_sgemm(ak_trans ta, ak_trans tb, int64_t m, int64_t n, int64_
 /* The SGEMM blocking of the instruction set in use, for tests that probe
    every block edge and for tuning: the register tile is mr x nr; A is cut
    into row blocks of at most mc rows; k into ceil(k / kc) blocks of nearly
-   equal depth (at most kc; the split depends on k alone); B into panels at
-   most nc wide. Products with m <= skinny_m take the streaming (GEMV-like)
-   path instead. */
+   equal depth (at most kc; the split depends on the shape alone); B into panels at
+   most nc wide; products with n <= narrow_n use kc_narrow in place of kc.
+   Products with m <= skinny_m take the streaming (GEMV-like) path instead. */
 typedef struct {
-  int64_t mr, nr, mc, kc, nc, skinny_m;
+  int64_t mr, nr, mc, kc, nc, skinny_m, kc_narrow, narrow_n;
 } ak_sgemm_blocking;
 AK_API ak_status ak_sgemm_get_blocking(ak_sgemm_blocking *out);
 

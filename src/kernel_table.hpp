@@ -46,7 +46,7 @@ struct AttentionArgs {
 
 // The SGEMM blocking of one instruction set (see ak_sgemm_blocking).
 struct GemmBlocking {
-  std::int64_t mr, nr, mc, kc, nc, skinny_m;
+  std::int64_t mr, nr, mc, kc, nc, skinny_m, kc_narrow, narrow_n;
 };
 
 struct KernelTable {

@@ -364,12 +364,14 @@ private:
 bool plausible(const ak_sgemm_blocking &b) {
   return b.mr >= 1 && b.mr <= 64 && b.nr >= 1 && b.nr <= 128 && b.mc >= b.mr && b.mc <= 1024 &&
          b.kc >= 1 && b.kc <= 2048 && b.nc >= b.nr && b.nc <= 16384 && b.skinny_m >= 0 &&
-         b.skinny_m <= 64;
+         b.skinny_m <= 64 && b.kc_narrow >= 1 && b.kc_narrow <= 2048 && b.narrow_n >= 0 &&
+         b.narrow_n <= b.nc;
 }
 
 std::string describe(const ak_sgemm_blocking &b) {
   return "mr=" + std::to_string(b.mr) + " nr=" + std::to_string(b.nr) +
          " mc=" + std::to_string(b.mc) + " kc=" + std::to_string(b.kc) +
+         " kc_narrow=" + std::to_string(b.kc_narrow) + " narrow_n=" + std::to_string(b.narrow_n) +
          " nc=" + std::to_string(b.nc) + " skinny_m=" + std::to_string(b.skinny_m);
 }
 
@@ -397,7 +399,8 @@ protected:
     m_edges_ = distinct_positive({b.mr - 1, b.mr, b.mr + 1, b.skinny_m, b.skinny_m + 1, tile_m_ - 1,
                                   tile_m_, tile_m_ + 1, b.mc - 1, b.mc, b.mc + 1, 2 * b.mc + 1});
     n_edges_ = distinct_positive({b.nr - 1, b.nr, b.nr + 1, 2 * b.nr + 1});
-    k_edges_ = distinct_positive({1, b.kc - 1, b.kc, b.kc + 1, 2 * b.kc, 2 * b.kc + 1});
+    k_edges_ = distinct_positive({1, b.kc - 1, b.kc, b.kc + 1, 2 * b.kc, 2 * b.kc + 1,
+                                  b.kc_narrow - 1, b.kc_narrow, b.kc_narrow + 1});
   }
   ak_sgemm_blocking blk_{};
   std::int64_t tile_m_ = 0;

@@ -56,9 +56,13 @@ struct GemmPlan {
 template <class Cfg> GemmPlan plan_gemm(const GemmArgs &g, int threads) {
   constexpr int NR = Cfg::nv * Cfg::width;
   GemmPlan p{};
-  // KC: the k range split into ceil(k / Cfg::kc) blocks of nearly equal
-  // depth (no short last block). A function of k alone, for determinism.
-  const std::int64_t k_blocks = ceil_div(g.k, Cfg::kc);
+  // KC: the k range split into ceil(k / kc_max) blocks of nearly equal
+  // depth (no short last block). A function of the shape alone, for
+  // determinism.
+  // Narrow products (few B slivers) take deeper k blocks: fewer passes over
+  // C and longer runs along A's rows, which they read from memory once.
+  const std::int64_t kc_max = ceil_div(g.n, NR) <= Cfg::narrow_slivers ? Cfg::kc_narrow : Cfg::kc;
+  const std::int64_t k_blocks = ceil_div(g.k, kc_max);
   p.kc = ceil_div(g.k, k_blocks);
   p.nc = min64(round_up(g.n, NR), Cfg::nc);
   p.threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, 2.5e5);

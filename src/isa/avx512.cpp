@@ -18,6 +18,7 @@ struct GemmBlocks {
   static constexpr std::int64_t direct_a_max_slivers = 16;
   static constexpr std::int64_t skinny_m = 8;
   static constexpr std::int64_t b_chunk_bytes = 128 * 1024;
+  static constexpr std::int64_t kc_narrow = 512, narrow_slivers = 4;
 };
 } // namespace ak::avx512
 
