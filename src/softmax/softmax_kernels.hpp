@@ -145,7 +145,8 @@ template <class V> void softmax_row(const float *x, float *y, std::int64_t n, bo
 template <class V>
 void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int64_t ldx, float *y,
                   std::int64_t ldy, bool log, int threads) {
-  threads = threads_for_work(threads, static_cast<double>(rows) * cols, 1 << 14);
+  // A thread per 4096 elements at least (a few microseconds of work each).
+  threads = threads_for_work(threads, static_cast<double>(rows) * cols, 1 << 12);
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::int64_t r = 0; r < rows; ++r) softmax_row<V>(x + r * ldx, y + r * ldy, cols, log);
 }
@@ -188,7 +189,7 @@ void softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
   constexpr int W = V::width;
   const std::int64_t vec_blocks = inner / W;
   const std::int64_t blocks = vec_blocks + (inner % W != 0 ? 1 : 0);
-  threads = threads_for_work(threads, static_cast<double>(outer) * axis_len * inner, 1 << 14);
+  threads = threads_for_work(threads, static_cast<double>(outer) * axis_len * inner, 1 << 12);
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (threads > 1)
   for (std::int64_t o = 0; o < outer; ++o) {
     for (std::int64_t b = 0; b < blocks; ++b) {
