@@ -234,12 +234,19 @@ private:
       const float *src = cols > 0 ? kb + (j0 + jj) * a_.k_strides[2] : kb;
       pack_b_sliver<NR>(dk, cols, src, 1, a_.k_strides[2], kpack_ + jj * dk);
     }
-    // S = (scale Q) K^T over the whole padded tile.
-    for (std::int64_t r0 = 0; r0 < p_.rows_pad; r0 += MR)
+    // Row tiles none of whose rows sees a key of this block (above the
+    // causal diagonal, left of a window) are skipped throughout: their
+    // scores are never formed, read or weighed.
+    mark_active_tiles(j0, j1);
+    // S = (scale Q) K^T over the active row tiles.
+    for (std::int64_t r0 = 0; r0 < p_.rows_pad; r0 += MR) {
+      if (!tile_active_[r0 / MR]) continue;
       for (std::int64_t jj = 0; jj < p_.bk_pad; jj += NR)
         sgemm_ukernel<V, MR, NV>(dk, qpack_ + r0 * dk, kpack_ + jj * dk, 1.0f, 0.0f,
                                  scores_ + r0 * p_.bk_pad + jj, p_.bk_pad);
-    for (std::int64_t r = 0; r < rows_; ++r) softmax_update(r, j0, bk);
+    }
+    for (std::int64_t r = 0; r < rows_; ++r)
+      if (tile_active_[r / MR]) softmax_update(r, j0, bk);
     for (std::int64_t r = rows_; r < p_.rows_pad; ++r) // padding rows weigh nothing
       for (std::int64_t j = 0; j < bk; ++j) scores_[r * p_.bk_pad + j] = 0.0f;
     // V block as the GEMM's B: NR value columns per sliver, bk deep.
@@ -256,10 +263,23 @@ private:
     }
     // The weights are the GEMM's A, read in place from the score rows (in
     // L1/L2) rather than packed.
-    for (std::int64_t r0 = 0; r0 < p_.rows_pad; r0 += MR)
+    for (std::int64_t r0 = 0; r0 < p_.rows_pad; r0 += MR) {
+      if (!tile_active_[r0 / MR]) continue;
       for (std::int64_t d0 = 0; d0 < p_.dv_pad; d0 += NR)
         sgemm_ukernel<V, MR, NV, 0>(bk, scores_ + r0 * p_.bk_pad, vpack_ + d0 * bk, 1.0f, 1.0f,
                                     st_.acc + r0 * p_.dv_pad + d0, p_.dv_pad, p_.bk_pad);
+    }
+  }
+
+  void mark_active_tiles(std::int64_t j0, std::int64_t j1) {
+    for (std::int64_t t = 0; t * MR < p_.rows_pad; ++t) {
+      bool any = false;
+      for (std::int64_t r = t * MR; r < min64((t + 1) * MR, rows_) && !any; ++r) {
+        const std::int64_t iq = r % nq_;
+        any = lo_[iq] < j1 && hi_[iq] > j0;
+      }
+      tile_active_[t] = any;
+    }
   }
 
   // key_block for direct_ items: the same steps with K and V read in place.
@@ -404,6 +424,7 @@ private:
   void exact_pv(std::int64_t j0, std::int64_t bk) {
     const float *vb = a_.v + b_ * a_.v_strides[0] + kvh_ * a_.v_strides[1];
     for (std::int64_t r = 0; r < rows_; ++r) {
+      if (!direct_ && !tile_active_[r / MR]) continue; // scores never formed
       const float *w = scores_ + r * p_.bk_pad;
       float *acc = st_.acc + r * p_.dv_pad;
       for (std::int64_t j = 0; j < bk; ++j) {
@@ -470,6 +491,7 @@ private:
   float *qpack_, *kpack_, *vpack_, *scores_;
   RowState st_;
   std::int64_t lo_[Plan::kMaxRows], hi_[Plan::kMaxRows];
+  bool tile_active_[Plan::kMaxRows]; // per MR-row tile, for the block in progress
   std::int64_t b_ = 0, kvh_ = 0, h0_ = 0, nh_ = 0, i0_ = 0, nq_ = 0, rows_ = 0, n_ = 0;
   std::int64_t chunk_ = 0, c0_ = 0, c1_ = 0, u_lo_ = 0, u_hi_ = 0;
   bool direct_ = false;
