@@ -32,5 +32,27 @@ inline int omp_team_size() {
 #endif
 }
 
+// Work-sharing loops that cost nothing on one thread: inside a team
+// (`team` true, called from a parallel region) an `omp for` with its
+// implicit barrier; alone, a plain loop (an orphaned `omp for` would still
+// enter the OpenMP runtime, and its dynamic schedule takes locks).
+template <class F> inline void team_for_static(bool team, std::int64_t n, F &&f) {
+  if (team) {
+#pragma omp for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) f(i);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) f(i);
+  }
+}
+
+template <class F> inline void team_for_dynamic(bool team, std::int64_t n, F &&f) {
+  if (team) {
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t i = 0; i < n; ++i) f(i);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) f(i);
+  }
+}
+
 } // namespace AK_ISA_NS
 } // namespace ak

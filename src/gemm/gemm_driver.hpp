@@ -107,9 +107,8 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   if (!scratch.data()) return KernelStatus::out_of_memory;
   float *const bpack = scratch.data();
 
-#pragma omp parallel num_threads(plan.threads) if (plan.threads > 1)
-  {
-    float *const apack = scratch.data() + b_floats + a_floats * omp_thread_id();
+  const auto run = [&](bool team) {
+    float *const apack = scratch.data() + b_floats + a_floats * (team ? omp_thread_id() : 0);
     for (std::int64_t jc = 0; jc < g.n; jc += plan.nc) {
       const std::int64_t nc = min64(plan.nc, g.n - jc);
       const std::int64_t slivers = ceil_div(nc, NR);
@@ -117,22 +116,20 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
         const std::int64_t kc = min64(plan.kc, g.k - pc);
         const float beta = pc == 0 ? g.beta : 1.0f;
 
-#pragma omp for schedule(static)
-        for (std::int64_t s = 0; s < slivers; ++s) {
+        team_for_static(team, slivers, [&](std::int64_t s) {
           const std::int64_t j0 = s * NR;
           pack_b_sliver<NR>(kc, static_cast<int>(min64(NR, nc - j0)),
                             g.b + pc * rs_b + (jc + j0) * cs_b, rs_b, cs_b, bpack + j0 * kc);
-        } // implicit barrier: B panel complete
+        }); // implicit barrier (team): B panel complete
 
         const std::int64_t per_part = ceil_div(slivers, plan.n_parts);
-#pragma omp for schedule(dynamic, 1)
-        for (std::int64_t item = 0; item < plan.n_ic * plan.n_parts; ++item) {
+        team_for_dynamic(team, plan.n_ic * plan.n_parts, [&](std::int64_t item) {
           const std::int64_t ic = (item / plan.n_parts) * plan.mc;
           const std::int64_t part = item % plan.n_parts;
           const std::int64_t mc = min64(plan.mc, g.m - ic);
           const std::int64_t s_begin = part * per_part;
           const std::int64_t s_end = min64(slivers, s_begin + per_part);
-          if (s_begin >= s_end) continue;
+          if (s_begin >= s_end) return;
           if (!direct_a)
             for (std::int64_t i0 = 0; i0 < mc; i0 += MR)
               pack_a_sliver<MR>(kc, static_cast<int>(min64(MR, mc - i0)),
@@ -159,9 +156,15 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
               }
             }
           }
-        } // implicit barrier: B panel free for the next pc
+        }); // implicit barrier (team): B panel free for the next pc
       }
     }
+  };
+  if (plan.threads > 1) {
+#pragma omp parallel num_threads(plan.threads)
+    run(true);
+  } else {
+    run(false);
   }
   return KernelStatus::ok;
 }
