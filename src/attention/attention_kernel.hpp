@@ -545,18 +545,21 @@ template <class V, class Cfg> KernelStatus attention(const AttentionArgs &a, int
   Scratch scratch(static_cast<std::size_t>(per_thread * threads + partial_floats));
   if (!scratch.data()) return KernelStatus::out_of_memory;
   float *const partial = scratch.data() + per_thread * threads;
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    float *mine = scratch.data() + per_thread * omp_thread_id();
+  const auto run = [&](bool team) {
+    float *mine = scratch.data() + per_thread * (team ? omp_thread_id() : 0);
     AttentionItem<V, Cfg> item(a, plan, mine);
-#pragma omp for schedule(dynamic, 1)
-    for (std::int64_t it = 0; it < plan.items; ++it) item.run(it, partial);
+    team_for_dynamic(team, plan.items, [&](std::int64_t it) { item.run(it, partial); });
     if (plan.split()) {
       float *acc = mine + plan.scratch_floats(a);
-#pragma omp for schedule(static)
-      for (std::int64_t row = 0; row < rows_total; ++row)
-        merge_chunks<V, Cfg>(a, plan, partial, acc, row);
+      team_for_static(team, rows_total,
+                      [&](std::int64_t row) { merge_chunks<V, Cfg>(a, plan, partial, acc, row); });
     }
+  };
+  if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+    run(true);
+  } else {
+    run(false);
   }
   return KernelStatus::ok;
 }
