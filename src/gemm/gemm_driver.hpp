@@ -65,7 +65,7 @@ template <class Cfg> GemmPlan plan_gemm(const GemmArgs &g, int threads) {
   const std::int64_t k_blocks = ceil_div(g.k, kc_max);
   p.kc = ceil_div(g.k, k_blocks);
   p.nc = min64(round_up(g.n, NR), Cfg::nc);
-  p.threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, 2.5e5);
+  p.threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, 5.0e5);
   const int t = p.threads;
   // Row blocks: at most MC rows; with a team, small enough that there are
   // about 16 per thread, so that dynamic scheduling evens out the tail of
