@@ -255,6 +255,8 @@ def draw(gnuplot, text_of, outs, tmp, name):
     if res.stderr.strip():
         sys.stderr.write(res.stderr)
     for extra in outs[1:]:
+        if os.path.abspath(extra) == os.path.abspath(png):
+            continue  # asked for the default path again
         os.makedirs(os.path.dirname(os.path.abspath(extra)), exist_ok=True)
         shutil.copyfile(png, extra)
     for path in outs:
