@@ -34,9 +34,11 @@ TEST_P(Determinism, Sgemm) {
     std::int64_t m, n, k;
     bool ta, tb;
   };
-  // Tall, wide, deep (several KC blocks) and square-ish, every transpose.
+  // Tall, wide, deep (several KC blocks) and square-ish, every transpose;
+  // the last two are small enough for threads to split C by columns.
   for (const Shape s : {Shape{517, 33, 700, false, false}, Shape{13, 1500, 300, false, true},
-                        Shape{300, 301, 1100, true, false}, Shape{257, 263, 129, true, true}}) {
+                        Shape{300, 301, 1100, true, false}, Shape{257, 263, 129, true, true},
+                        Shape{100, 100, 100, false, false}}) {
     const auto a = random_normal(static_cast<std::size_t>(s.m * s.k), 1);
     const auto b = random_normal(static_cast<std::size_t>(s.k * s.n), 2);
     const auto c0 = random_normal(static_cast<std::size_t>(s.m * s.n), 3);

@@ -65,7 +65,11 @@ template <class Cfg> GemmPlan plan_gemm(const GemmArgs &g, int threads) {
   const std::int64_t k_blocks = ceil_div(g.k, kc_max);
   p.kc = ceil_div(g.k, k_blocks);
   p.nc = min64(round_up(g.n, NR), Cfg::nc);
-  p.threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, 5.0e5);
+  // A second thread from 1 MFLOP, or from 0.5 MFLOP where threads can split
+  // C by columns without a barrier (sgemm_one's own_columns: one k block,
+  // one panel); below that, two measured slower than one.
+  const bool column_split = g.k <= kc_max && g.n <= Cfg::nc && ceil_div(g.n, NR) >= 2;
+  p.threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, column_split ? 2.5e5 : 5.0e5);
   const int t = p.threads;
   // Row blocks: at most MC rows; with a team, small enough that there are
   // about 16 per thread, so that dynamic scheduling evens out the tail of
@@ -107,55 +111,79 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   if (!scratch.data()) return KernelStatus::out_of_memory;
   float *const bpack = scratch.data();
 
+  // Rows [ic, ic + mc) x B slivers [s_begin, s_end) of the panel at jc, for
+  // the k block at pc: one work item.
+  const auto block = [&](float *apack, std::int64_t jc, std::int64_t nc, std::int64_t pc,
+                         std::int64_t kc, std::int64_t ic, std::int64_t mc, std::int64_t s_begin,
+                         std::int64_t s_end) {
+    const float beta = pc == 0 ? g.beta : 1.0f;
+    if (!direct_a)
+      for (std::int64_t i0 = 0; i0 < mc; i0 += MR)
+        pack_a_sliver<MR>(kc, static_cast<int>(min64(MR, mc - i0)),
+                          g.a + (ic + i0) * rs_a + pc * cs_a, rs_a, cs_a, apack + i0 * kc);
+    // B in chunks that stay in L2 while every A sliver of the block passes
+    // over them; each A sliver stays in L1 while a chunk's slivers stream
+    // past it.
+    for (std::int64_t sc = s_begin; sc < s_end; sc += chunk) {
+      const std::int64_t sc_end = min64(s_end, sc + chunk);
+      for (std::int64_t i0 = 0; i0 < mc; i0 += MR) {
+        const int rows = static_cast<int>(min64(MR, mc - i0));
+        const float *a_src = g.a + (ic + i0) * rs_a + pc * cs_a;
+        float *const c_row = g.c + (ic + i0) * g.ldc + jc;
+        for (std::int64_t s = sc; s < sc_end; ++s) {
+          const std::int64_t j0 = s * NR;
+          const int cols = static_cast<int>(min64(NR, nc - j0));
+          const float *bp = bpack + j0 * kc;
+          if (direct_a)
+            TileKernel<V, MR, NV, false>::run(rows, kc, a_src, bp, g.alpha, beta, c_row + j0, g.ldc,
+                                              cols, rs_a);
+          else
+            TileKernel<V, MR, NV, true>::run(rows, kc, apack + i0 * kc, bp, g.alpha, beta,
+                                             c_row + j0, g.ldc, cols, 0);
+        }
+      }
+    }
+  };
+  const auto pack_b = [&](std::int64_t jc, std::int64_t nc, std::int64_t pc, std::int64_t kc,
+                          std::int64_t s) {
+    const std::int64_t j0 = s * NR;
+    pack_b_sliver<NR>(kc, static_cast<int>(min64(NR, nc - j0)), g.b + pc * rs_b + (jc + j0) * cs_b,
+                      rs_b, cs_b, bpack + j0 * kc);
+  };
+
+  // Small products (one k block, one panel, at least a sliver per thread):
+  // each thread packs and computes its own columns of C, all rows, with no
+  // barrier in between. (Rows shared out instead would need the packed
+  // panel complete first: a barrier that costs as much as a 64^3 product.)
+  const std::int64_t slivers_total = ceil_div(g.n, NR);
+  const bool own_columns = plan.threads > 1 && g.k <= plan.kc && g.n <= plan.nc &&
+                           slivers_total >= plan.threads && 2.0 * g.m * g.n * g.k <= 6.4e7;
+
   const auto run = [&](bool team) {
     float *const apack = scratch.data() + b_floats + a_floats * (team ? omp_thread_id() : 0);
+    if (own_columns) {
+      const std::int64_t t = omp_thread_id(), nt = omp_team_size();
+      const std::int64_t s0 = slivers_total * t / nt, s1 = slivers_total * (t + 1) / nt;
+      for (std::int64_t s = s0; s < s1; ++s) pack_b(0, g.n, 0, g.k, s);
+      for (std::int64_t ic = 0; ic < g.m; ic += plan.mc)
+        block(apack, 0, g.n, 0, g.k, ic, min64(plan.mc, g.m - ic), s0, s1);
+      return;
+    }
     for (std::int64_t jc = 0; jc < g.n; jc += plan.nc) {
       const std::int64_t nc = min64(plan.nc, g.n - jc);
       const std::int64_t slivers = ceil_div(nc, NR);
       for (std::int64_t pc = 0; pc < g.k; pc += plan.kc) {
         const std::int64_t kc = min64(plan.kc, g.k - pc);
-        const float beta = pc == 0 ? g.beta : 1.0f;
-
-        team_for_static(team, slivers, [&](std::int64_t s) {
-          const std::int64_t j0 = s * NR;
-          pack_b_sliver<NR>(kc, static_cast<int>(min64(NR, nc - j0)),
-                            g.b + pc * rs_b + (jc + j0) * cs_b, rs_b, cs_b, bpack + j0 * kc);
-        }); // implicit barrier (team): B panel complete
-
+        team_for_static(team, slivers, [&](std::int64_t s) { pack_b(jc, nc, pc, kc, s); });
+        // implicit barrier (team): B panel complete
         const std::int64_t per_part = ceil_div(slivers, plan.n_parts);
         team_for_dynamic(team, plan.n_ic * plan.n_parts, [&](std::int64_t item) {
           const std::int64_t ic = (item / plan.n_parts) * plan.mc;
           const std::int64_t part = item % plan.n_parts;
-          const std::int64_t mc = min64(plan.mc, g.m - ic);
           const std::int64_t s_begin = part * per_part;
           const std::int64_t s_end = min64(slivers, s_begin + per_part);
-          if (s_begin >= s_end) return;
-          if (!direct_a)
-            for (std::int64_t i0 = 0; i0 < mc; i0 += MR)
-              pack_a_sliver<MR>(kc, static_cast<int>(min64(MR, mc - i0)),
-                                g.a + (ic + i0) * rs_a + pc * cs_a, rs_a, cs_a, apack + i0 * kc);
-          // B in chunks that stay in L2 while every A sliver of the block
-          // passes over them; each A sliver stays in L1 while a chunk's
-          // slivers stream past it.
-          for (std::int64_t sc = s_begin; sc < s_end; sc += chunk) {
-            const std::int64_t sc_end = min64(s_end, sc + chunk);
-            for (std::int64_t i0 = 0; i0 < mc; i0 += MR) {
-              const int rows = static_cast<int>(min64(MR, mc - i0));
-              const float *a_src = g.a + (ic + i0) * rs_a + pc * cs_a;
-              float *const c_row = g.c + (ic + i0) * g.ldc + jc;
-              for (std::int64_t s = sc; s < sc_end; ++s) {
-                const std::int64_t j0 = s * NR;
-                const int cols = static_cast<int>(min64(NR, nc - j0));
-                const float *bp = bpack + j0 * kc;
-                if (direct_a)
-                  TileKernel<V, MR, NV, false>::run(rows, kc, a_src, bp, g.alpha, beta, c_row + j0,
-                                                    g.ldc, cols, rs_a);
-                else
-                  TileKernel<V, MR, NV, true>::run(rows, kc, apack + i0 * kc, bp, g.alpha, beta,
-                                                   c_row + j0, g.ldc, cols, 0);
-              }
-            }
-          }
+          if (s_begin < s_end)
+            block(apack, jc, nc, pc, kc, ic, min64(plan.mc, g.m - ic), s_begin, s_end);
         }); // implicit barrier (team): B panel free for the next pc
       }
     }
