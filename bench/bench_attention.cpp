@@ -101,6 +101,8 @@ std::vector<AttnShape> decode_shapes() {
   for (std::int64_t kvh : {32, 8})
     for (std::int64_t n : {1024, 8192, 32768})
       shapes.push_back({true, 1, 32, kvh, 1, n, 128, 128, false});
+  // One head: only the split of the keys into chunks can use a second thread.
+  shapes.push_back({true, 1, 1, 1, 1, 262144, 128, 128, false});
   return shapes;
 }
 
