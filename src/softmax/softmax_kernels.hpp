@@ -153,30 +153,40 @@ void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int
 
 // Middle-axis softmax: vectorized across `inner`, reducing along the axis
 // (stride `inner`). The inner tail runs through the same code one lane wide.
-template <class U>
+template <class U, int NB>
 void softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::int64_t inner) {
   using reg = typename U::reg;
+  constexpr int W = U::width;
   const float ninf = -std::numeric_limits<float>::infinity();
-  reg m = U::set1(ninf);
-  for (std::int64_t a = 0; a < axis_len; ++a) m = U::max(m, U::loadu(x + a * inner));
-  // An all -inf column: shift by 0 instead of -inf so that exp gives 0, not NaN.
-  const reg shift = U::lt_select(m, U::set1(std::numeric_limits<float>::lowest()), U::zero(), m);
+  reg m[NB], shift[NB], s[NB], comp[NB];
+  for (int v = 0; v < NB; ++v) m[v] = U::set1(ninf);
+  for (std::int64_t a = 0; a < axis_len; ++a)
+    for (int v = 0; v < NB; ++v) m[v] = U::max(m[v], U::loadu(x + a * inner + v * W));
+  for (int v = 0; v < NB; ++v) {
+    // An all -inf column: shift by 0 instead of -inf so that exp gives 0, not NaN.
+    shift[v] = U::lt_select(m[v], U::set1(std::numeric_limits<float>::lowest()), U::zero(), m[v]);
+    s[v] = U::zero();
+    comp[v] = U::zero();
+  }
   // Compensated (Kahan) sum per lane: a plain float running sum along a long
   // axis drifts by ~sqrt(axis_len) ulp; this stays within ~2 ulp.
-  reg s = U::zero(), comp = U::zero();
-  for (std::int64_t a = 0; a < axis_len; ++a) {
-    const reg e = vexp_diff<U>(U::loadu(x + a * inner), shift);
-    U::storeu(y + a * inner, e);
-    const reg term = U::sub(e, comp);
-    const reg t = U::add(s, term);
-    comp = U::sub(U::sub(t, s), term);
-    s = t;
-  }
+  for (std::int64_t a = 0; a < axis_len; ++a)
+    for (int v = 0; v < NB; ++v) {
+      const reg e = vexp_diff<U>(U::loadu(x + a * inner + v * W), shift[v]);
+      U::storeu(y + a * inner + v * W, e);
+      const reg term = U::sub(e, comp[v]);
+      const reg t = U::add(s[v], term);
+      comp[v] = U::sub(U::sub(t, s[v]), term);
+      s[v] = t;
+    }
   // s == 0 only for an all -inf column, whose weights stay 0 (NaN s stays NaN).
   const reg one = U::set1(1.0f);
-  const reg denom = U::lt_select(s, U::set1(std::numeric_limits<float>::min()), one, s);
+  reg denom[NB];
+  for (int v = 0; v < NB; ++v)
+    denom[v] = U::lt_select(s[v], U::set1(std::numeric_limits<float>::min()), one, s[v]);
   for (std::int64_t a = 0; a < axis_len; ++a)
-    U::storeu(y + a * inner, U::div(U::loadu(y + a * inner), denom));
+    for (int v = 0; v < NB; ++v)
+      U::storeu(y + a * inner + v * W, U::div(U::loadu(y + a * inner + v * W), denom[v]));
 }
 
 template <class V>
@@ -186,19 +196,28 @@ void softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
     softmax_rows<V>(outer, axis_len, x, axis_len, y, axis_len, false, threads);
     return;
   }
-  constexpr int W = V::width;
-  const std::int64_t vec_blocks = inner / W;
-  const std::int64_t blocks = vec_blocks + (inner % W != 0 ? 1 : 0);
+  // Columns in blocks of kWide vectors (a few cache lines of every row per
+  // pass, instead of one), then single vectors, then one lane at a time.
+  // Each lane's arithmetic is the same in every kind of block.
+  constexpr int W = V::width, kWide = 4;
+  const std::int64_t wide = inner / (kWide * W);
+  const std::int64_t single = (inner - wide * kWide * W) / W;
+  const std::int64_t vec_end = (wide * kWide + single) * W;
+  const std::int64_t blocks = wide + single + (vec_end < inner ? 1 : 0);
   threads = threads_for_work(threads, static_cast<double>(outer) * axis_len * inner, 1 << 12);
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (threads > 1)
   for (std::int64_t o = 0; o < outer; ++o) {
     for (std::int64_t b = 0; b < blocks; ++b) {
-      const std::int64_t off = o * axis_len * inner + b * W;
-      if (b < vec_blocks) {
-        softmax_axis_block<V>(x + off, y + off, axis_len, inner);
+      const std::int64_t base = o * axis_len * inner;
+      if (b < wide) {
+        const std::int64_t off = base + b * kWide * W;
+        softmax_axis_block<V, kWide>(x + off, y + off, axis_len, inner);
+      } else if (b < wide + single) {
+        const std::int64_t off = base + wide * kWide * W + (b - wide) * W;
+        softmax_axis_block<V, 1>(x + off, y + off, axis_len, inner);
       } else {
-        for (std::int64_t i = off; i < o * axis_len * inner + inner; ++i)
-          softmax_axis_block<ScalarVec>(x + i, y + i, axis_len, inner);
+        for (std::int64_t i = base + vec_end; i < base + inner; ++i)
+          softmax_axis_block<ScalarVec, 1>(x + i, y + i, axis_len, inner);
       }
     }
   }
