@@ -1,9 +1,10 @@
 // Fused attention: ak_attention against an unfused oneDNN path, for prefill
-// (q_len = kv_len = L) and decode (q_len = 1, GQA), plus a streaming-read
-// reference for the memory bandwidth. Benchmarks are named
+// (q_len = kv_len = L) and decode (q_len = 1, GQA), plus streaming-read
+// and copy references for the memory bandwidth. Benchmarks are named
 //   attention/<impl>/d<d>_L<L>_<causal|nomask>/threads:<t>
 //   decode/<impl>/h<heads>_kvh<kv heads>_d<d>_kv<kv_len>/threads:<t>
 //   membw/read/256MiB/threads:<t>
+//   membw/copy/256MiB/threads:<t>
 // with <impl> = attnkern | unfused_onednn.
 //
 // The unfused path, per head (decode: per query head, with the softmax of
@@ -27,6 +28,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -404,6 +406,56 @@ void BM_membw(benchmark::State &state, int threads) {
   state.SetLabel("sum of a 256 MiB float array, 32 accumulators per thread");
 }
 
+// Copy of a 128 MiB float array into another (256 MiB touched per call):
+// std::memcpy of each thread's contiguous share (split at 64-byte
+// boundaries). Counted: 128 MiB read + 128 MiB written, as the softmax GB/s
+// counts x and y. glibc switches memcpy to non-temporal stores only above
+// its x86_non_temporal_threshold (240 MiB with glibc 2.36 on this VM, see
+// `ld.so --list-tunables`), so a 64-128 MiB share is copied with ordinary
+// stores, like a softmax writes y: the destination is also read for
+// ownership, as it is there.
+constexpr std::size_t kCopyFloats = std::size_t{32} << 20; // 128 MiB per buffer
+
+__attribute__((noinline)) void stream_copy(const float *src, float *dst, std::size_t n,
+                                           int threads) {
+  constexpr std::size_t kLine = 16; // floats per 64-byte line
+  const std::size_t lines = n / kLine;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
+    const std::size_t nt = static_cast<std::size_t>(omp_get_num_threads());
+    const std::size_t lo = lines * t / nt * kLine;
+    const std::size_t hi = t + 1 == nt ? n : lines * (t + 1) / nt * kLine;
+    std::memcpy(dst + lo, src + lo, (hi - lo) * sizeof(float));
+  }
+}
+
+void BM_membw_copy(benchmark::State &state, int threads) {
+  static Buffer src = [] {
+    Buffer b(kCopyFloats);
+    for (std::size_t i = 0; i < b.size(); ++i) b.data()[i] = static_cast<float>(i % 1000003);
+    return b;
+  }();
+  static Buffer dst(kCopyFloats);
+  std::fill(dst.data(), dst.data() + dst.size(), -1.0f);
+  set_threads(threads);
+  settle(Impl::scalar, threads); // an OpenMP region
+  for (auto _ : state) {
+    stream_copy(src.data(), dst.data(), src.size(), threads);
+    benchmark::ClobberMemory();
+  }
+  if (std::memcmp(src.data(), dst.data(), src.size() * sizeof(float)) != 0) {
+    state.SkipWithError("membw: the copy differs from its source");
+    return;
+  }
+  // Bytes read + bytes written, as the softmax GB/s counts x read and y written.
+  state.counters["bytes"] = benchmark::Counter(2.0 * 4.0 * double(src.size()),
+                                               benchmark::Counter::kIsIterationInvariantRate,
+                                               benchmark::Counter::kIs1000);
+  state.SetLabel("memcpy of a 128 MiB float array into another, split over the threads; "
+                 "bytes read + written");
+}
+
 } // namespace
 
 void register_attention_benchmarks() {
@@ -424,8 +476,12 @@ void register_attention_benchmarks() {
     }
   }
   for (int threads : {1, 2}) {
-    const std::string name = "membw/read/256MiB/threads:" + std::to_string(threads);
-    benchmark::RegisterBenchmark(name.c_str(), BM_membw, threads)
+    const std::string t = "/256MiB/threads:" + std::to_string(threads);
+    benchmark::RegisterBenchmark(("membw/read" + t).c_str(), BM_membw, threads)
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(0.25)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("membw/copy" + t).c_str(), BM_membw_copy, threads)
         ->Unit(benchmark::kMillisecond)
         ->MinTime(0.25)
         ->UseRealTime();

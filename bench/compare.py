@@ -9,10 +9,12 @@ aggregate is used (and the coefficient of variation, when present, is shown
 as a noise column); without, the median of the plain runs. Benchmarks are
 named <kind>/<impl>/<shape>/threads:<t> with kind peak (the FMA peak per
 instruction set: peak/fma/<isa>), sgemm, sgemm_isa (attnkern forced to one
-instruction set, and the plain loop), sgemm_batched, softmax, attention
-(prefill), decode or membw (the streaming-read reference); anything else in
-the file is ignored, and a table whose benchmarks are missing is left out (a
-column whose reference is missing shows "—"). Standard library only; chart.py
+instruction set, and the plain loop), sgemm_batched, softmax (also the
+out-of-cache shape 4096x4096_cold and the impls attnkern_log and
+attnkern_axis), attention (prefill), decode or membw (the streaming-read and
+copy references: membw/read, membw/copy); anything else in the file is
+ignored, and a table whose benchmarks are missing is left out (a column whose
+reference is missing shows "—"). Standard library only; chart.py
 imports load() and the peak/cell helpers from here.
 """
 
@@ -35,14 +37,16 @@ ALL_KINDS = ["peak", "sgemm", "sgemm_isa", "sgemm_batched", "softmax", "attentio
 ISA_ORDER = ["avx512", "avx2", "sse2", "neon", "scalar"]
 # Counters kept per benchmark (rates, per second).
 COUNTERS = ["flops", "bytes"]
-# (kind) -> counter shown, its scale, the implementations in column order
-# (the three-way comparison tables).
-KINDS = {
-    "sgemm": ("flops", 1e9, ["attnkern", "onednn", "openblas"]),
-    "softmax": ("bytes", 1e9, ["attnkern", "onednn", "scalar"]),
-}
+# softmax/: the three-way comparison, and attnkern's other entry points
+# (ak_log_softmax, ak_softmax_axis), which have a table of their own.
+SOFTMAX_IMPLS = ["attnkern", "onednn", "scalar"]
+SOFTMAX_VARIANTS = ["attnkern_log", "attnkern_axis"]
+COLD_SUFFIX = "_cold"  # softmax/<impl>/<rows>x<cols>_cold: rotated buffers, out of cache
+# The issue's in-cache softmax shapes (the 1.5x-over-oneDNN target).
+SOFTMAX_IN_CACHE = ["128x128", "1024x1024", "16x32768"]
 PRETTY = {"attnkern": "attnkern", "onednn": "oneDNN", "openblas": "OpenBLAS",
-          "scalar": "scalar", "unfused_onednn": "unfused oneDNN"}
+          "scalar": "scalar", "unfused_onednn": "unfused oneDNN",
+          "attnkern_log": "log-softmax", "attnkern_axis": "softmax_axis"}
 
 CONTEXT_KEYS = [
     ("cpu_model", "CPU"),
@@ -147,8 +151,10 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
-def noise(impls):
-    cvs = [e.cv for e in impls.values() if e.cv is not None]
+def noise(impls, only=None):
+    """The largest cv of the row's entries (of the implementations in `only`
+    when given)."""
+    cvs = [e.cv for i, e in impls.items() if e.cv is not None and (only is None or i in only)]
     return f"{100 * max(cvs):.1f}%" if cvs else "—"
 
 
@@ -175,71 +181,6 @@ def sgemm_shape_cols(shape, label):
 def sgemm_mnk(label):
     m = re.match(r"m=(\d+) n=(\d+) k=(\d+)", label or "")
     return tuple(int(x) for x in m.groups()) if m else None
-
-
-def table(kind, entries, has_cv):
-    counter, scale, impls = KINDS[kind]
-    unit = "GFLOP/s" if kind == "sgemm" else "GB/s"
-    a, p1, p2 = impls
-    lines = []
-    head = ["shape"]
-    if kind == "sgemm":
-        head += ["m×n×k", "op"]
-    head += ["thr"] + [f"{PRETTY[i]} {unit}" for i in impls]
-    head += [f"{PRETTY[a]}/{PRETTY[p1]}", f"{PRETTY[a]}/{PRETTY[p2]}"]
-    if has_cv:
-        head.append("max cv")
-    lines.append("| " + " | ".join(head) + " |")
-    lines.append("|" + "|".join(["---"] * (len(head) - (len(impls) + 2 + has_cv)) +
-                                 ["---:"] * (len(impls) + 2 + has_cv)) + "|")
-    rows = []  # (group, threads, values, ratios)
-    for (k, shape, threads), by_impl in entries.items():
-        if k != kind:
-            continue
-        vals = []
-        for i in impls:
-            e = by_impl.get(i)
-            v = e.value(counter) if e else None
-            vals.append(None if v is None else v / scale)
-        r1, r2 = ratio(vals[0], vals[1]), ratio(vals[0], vals[2])
-        cells = [shape]
-        if kind == "sgemm":
-            label = next((e.label for e in by_impl.values() if e.label), "")
-            cells += list(sgemm_shape_cols(shape, label))
-        cells.append(str(threads))
-        for i, v in zip(impls, vals):
-            e = by_impl.get(i)
-            cells.append("ERR" if e is not None and e.error else fmt(v))
-        cells += [fmt(r1, 2), fmt(r2, 2)]
-        if has_cv:
-            cells.append(noise(by_impl))
-        lines.append("| " + " | ".join(cells) + " |")
-        group = sgemm_group(shape) if kind == "sgemm" else "all"
-        rows.append((group, threads, vals, (r1, r2)))
-
-    def summary(title, pick):
-        sel = [r for r in rows if pick(r) and all(v is not None for v in r[2])]
-        if not sel:
-            return
-        cells = [f"**{title}** ({len(sel)})"]
-        if kind == "sgemm":
-            cells += ["", ""]
-        cells.append("")
-        cells += [fmt(geomean([r[2][j] for r in sel])) for j in range(len(impls))]
-        cells += [fmt(geomean([r[3][j] for r in sel]), 2) for j in range(2)]
-        if has_cv:
-            cells.append("")
-        lines.append("| " + " | ".join(cells) + " |")
-
-    thread_counts = sorted({r[1] for r in rows})
-    groups = ["squares", "attention"] if kind == "sgemm" else []
-    for g in groups:
-        for t in thread_counts:
-            summary(f"geomean {g}, {t} thr", lambda r, g=g, t=t: r[0] == g and r[1] == t)
-    for t in thread_counts:
-        summary(f"geomean {t} thr", lambda r, t=t: r[1] == t)
-    summary("geomean all", lambda r: True)
-    return lines
 
 
 def cell(by_impl, impl, counter, scale):
@@ -313,12 +254,13 @@ def attention_table(entries, has_cv):
     return lines
 
 
-def membw_by_threads(entries):
-    """threads -> streaming-read GB/s (the first membw/read benchmark)."""
+def membw_by_threads(entries, impl="read"):
+    """threads -> GB/s of the first membw/<impl> benchmark (read: the
+    streaming read; copy: bytes read + written by the copy)."""
     bw = {}
     for (kind, shape, threads), by_impl in entries.items():
         if kind == "membw" and threads not in bw:
-            e = by_impl.get("read")
+            e = by_impl.get(impl)
             v = e.value("bytes") if e else None
             if v is not None:
                 bw[threads] = v / 1e9
@@ -373,18 +315,155 @@ def decode_table(entries, has_cv):
 
 
 def membw_table(entries, has_cv):
-    head = ["benchmark", "thr", "GB/s"] + (["cv"] if has_cv else [])
+    """One row per (size, threads): the streaming read and the copy (bytes
+    read + written); "—" where a JSON has only one of them."""
+    impls = ["read", "copy"]
+    head = ["benchmark", "thr", "read GB/s", "copy GB/s (read + written)", "copy/read"]
+    if has_cv:
+        head += ["read cv", "copy cv"]
     lines = ["| " + " | ".join(head) + " |",
              "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     for (kind, shape, threads), by_impl in entries.items():
         if kind != "membw":
             continue
-        for impl, e in by_impl.items():
-            t, _ = cell(by_impl, impl, "bytes", 1e9)
-            cells = [f"membw/{impl}/{shape}", str(threads), t]
-            if has_cv:
-                cells.append("—" if e.cv is None else f"{100 * e.cv:.1f}%")
-            lines.append("| " + " | ".join(cells) + " |")
+        texts, vals = [], []
+        for impl in impls:
+            t, v = cell(by_impl, impl, "bytes", 1e9)
+            texts.append(t)
+            vals.append(v)
+        cells = [f"membw/{{read,copy}}/{shape}", str(threads)] + texts
+        cells.append(fmt(ratio(vals[1], vals[0]), 2))
+        if has_cv:
+            for impl in impls:
+                e = by_impl.get(impl)
+                cells.append("—" if e is None or e.cv is None else f"{100 * e.cv:.1f}%")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+# ---------------------------------------------------------------- softmax
+
+def softmax_table(entries, has_cv):
+    """The three-way table (attnkern, oneDNN, scalar), in-cache shapes and
+    the _cold (rotated, out-of-cache) rows; for the cold rows attnkern's and
+    oneDNN's GB/s as a % of the membw copy at the same thread count. The
+    geomean rows cover the shapes that are not _cold."""
+    impls = SOFTMAX_IMPLS
+    copy_bw = membw_by_threads(entries, "copy")
+    has_cold = any(k == "softmax" and s.endswith(COLD_SUFFIX) for (k, s, _) in entries)
+    head = ["shape", "thr"] + [f"{PRETTY[i]} GB/s" for i in impls]
+    head += ["attnkern/oneDNN", "attnkern/scalar"]
+    if has_cold:
+        head += ["attnkern % of copy BW", "oneDNN % of copy BW"]
+    if has_cv:
+        head.append("max cv")
+    lines = header(head, 2)
+    rows = []
+    for (kind, shape, threads), by_impl in entries.items():
+        if kind != "softmax" or not any(i in by_impl for i in impls):
+            continue
+        texts, vals = values(by_impl, impls, "bytes", 1e9)
+        ratios = [ratio(vals[0], vals[1]), ratio(vals[0], vals[2])]
+        cold = shape.endswith(COLD_SUFFIX)
+        cells = [shape, str(threads)] + texts + [fmt(r, 2) for r in ratios]
+        if has_cold:
+            ref = copy_bw.get(threads) if cold else None
+            cells += [fmt_pct(ratio(v, ref)) if cold else "" for v in vals[:2]]
+        if has_cv:
+            cells.append(noise(by_impl, impls))
+        lines.append("| " + " | ".join(cells) + " |")
+        rows.append({"cold": cold, "thr": threads, "vals": vals, "ratios": ratios})
+
+    def summary(title, pick):
+        sel = [r for r in rows if not r["cold"] and pick(r) and None not in r["vals"]]
+        if not sel:
+            return
+        cells = [f"**{title}** ({len(sel)})", ""]
+        cells += [fmt(geomean([r["vals"][j] for r in sel])) for j in range(len(impls))]
+        cells += [fmt(geomean([r["ratios"][j] for r in sel]), 2) for j in range(2)]
+        cells += ["", ""] if has_cold else []
+        cells += [""] if has_cv else []
+        lines.append("| " + " | ".join(cells) + " |")
+
+    not_cold = " (not _cold)" if has_cold else ""
+    for t in sorted({r["thr"] for r in rows}):
+        summary(f"geomean {t} thr{not_cold}", lambda r, t=t: r["thr"] == t)
+    summary(f"geomean all{not_cold}", lambda r: True)
+    return lines
+
+
+def softmax_summary(entries):
+    """Bullets against the softmax targets, per thread count: attnkern/oneDNN
+    over the issue's in-cache shapes (geomean and minimum), and the cold
+    shape's GB/s as a % of the membw copy."""
+    copy_bw = membw_by_threads(entries, "copy")
+    threads = sorted({t for (k, _, t) in entries if k == "softmax"})
+    lines = []
+    for t in threads:
+        rs = []
+        for shape in SOFTMAX_IN_CACHE:
+            by_impl = entries.get(("softmax", shape, t), {})
+            _, va = cell(by_impl, "attnkern", "bytes", 1e9)
+            _, vo = cell(by_impl, "onednn", "bytes", 1e9)
+            r = ratio(va, vo)
+            if r is not None:
+                rs.append((r, shape))
+        parts = []
+        if rs:
+            lo, where = min(rs)
+            parts.append(f"in cache ({', '.join(s for _, s in rs)}) attnkern/oneDNN geomean "
+                         f"**{geomean([r for r, _ in rs]):.2f}**, min {lo:.2f} (`{where}`)")
+        for (k, shape, tt), by_impl in entries.items():
+            if k != "softmax" or tt != t or not shape.endswith(COLD_SUFFIX):
+                continue
+            _, va = cell(by_impl, "attnkern", "bytes", 1e9)
+            _, vo = cell(by_impl, "onednn", "bytes", 1e9)
+            ref = copy_bw.get(t)
+            parts.append(f"`{shape}` attnkern {fmt(va)} GB/s = **{fmt_pct(ratio(va, ref))}** "
+                         f"of the membw copy ({fmt(ref)} GB/s; oneDNN "
+                         f"{fmt_pct(ratio(vo, ref))})")
+        if parts:
+            lines.append(f"- softmax targets, {t} thr: " + "; ".join(parts))
+    return lines
+
+
+def softmax_variants_table(entries, has_cv):
+    """attnkern's log-softmax and softmax_axis against its softmax on the
+    same shape and thread count: GB/s and their ratio to ak_softmax's."""
+    impls = ["attnkern"] + SOFTMAX_VARIANTS
+    head = ["shape", "thr", "softmax GB/s", "log-softmax GB/s", "softmax_axis GB/s",
+            "log-softmax/softmax", "softmax_axis/softmax"]
+    if has_cv:
+        head.append("max cv")
+    lines = header(head, 2)
+    rows = []
+    for (kind, shape, threads), by_impl in entries.items():
+        if kind != "softmax" or not any(v in by_impl for v in SOFTMAX_VARIANTS):
+            continue
+        texts, vals = values(by_impl, impls, "bytes", 1e9)
+        ratios = [ratio(vals[1], vals[0]), ratio(vals[2], vals[0])]
+        cells = [shape, str(threads)] + texts + [fmt(r, 2) for r in ratios]
+        if has_cv:
+            cells.append(noise(by_impl, impls))
+        lines.append("| " + " | ".join(cells) + " |")
+        rows.append({"shape": shape, "thr": threads, "vals": vals, "ratios": ratios})
+    for t in sorted({r["thr"] for r in rows}):
+        line = summary_row(f"geomean {t} thr", rows, lambda r, t=t: r["thr"] == t, 2, 3, 2,
+                           has_cv)
+        if line:
+            lines.append(line)
+    # Extremes of each ratio: the "within 20 %" reading.
+    notes = []
+    for j, name in enumerate(SOFTMAX_VARIANTS):
+        rs = [(r["ratios"][j], f"{r['shape']} {r['thr']} thr") for r in rows
+              if r["ratios"][j] is not None]
+        if rs:
+            lo, hi = min(rs), max(rs)
+            below = sum(1 for r, _ in rs if r < 0.8)
+            notes.append(f"- {PRETTY[name]}/softmax: min {lo[0]:.2f} ({lo[1]}), max {hi[0]:.2f} "
+                         f"({hi[1]}); {below} of {len(rs)} rows below 0.80")
+    if notes:
+        lines += [""] + notes
     return lines
 
 
@@ -811,8 +890,20 @@ def render(context, entries, reps):
         section("### SGEMM thread scaling (GFLOP/s at 2 threads / at 1 thread, m·n·k ≥ 512³)",
                 scaling_table(entries))
     if "softmax" in kinds:
-        section("### Softmax (GB/s = 2·rows·cols·4 bytes / real time)",
-                table("softmax", entries, has_cv))
+        cold = any(k == "softmax" and s.endswith(COLD_SUFFIX) for (k, s, _) in entries)
+        note = ("; `_cold`: 4096×4096 rotated over 4 buffer pairs, out of cache, % of copy BW "
+                "= of the membw copy GB/s (read + written) at the same thread count"
+                if cold else "")
+        section(f"### Softmax (GB/s = 2·rows·cols·4 bytes / real time{note})",
+                softmax_table(entries, has_cv))
+        summ = softmax_summary(entries)
+        if summ:
+            out.extend(summ + [""])
+        section("### log-softmax and softmax_axis vs softmax (attnkern: ak_log_softmax over "
+                "the rows, ak_softmax_axis over axis 0, i.e. down the columns, of the same "
+                "rows×cols matrix; GB/s = 2·rows·cols·4 bytes / real time; ratio = their GB/s "
+                "/ ak_softmax's on the same shape and threads)",
+                softmax_variants_table(entries, has_cv))
     if "attention" in kinds:
         section("### Attention prefill (batch 1, 8 heads, q_len = kv_len = L; "
                 "GFLOP/s = useful FLOPs 8·2·L²·2d, halved for causal / real time)",
@@ -823,7 +914,8 @@ def render(context, entries, reps):
                 "% of the membw streaming-read GB/s at the same thread count)",
                 decode_table(entries, has_cv))
     if "membw" in kinds:
-        section("### Memory bandwidth reference (streaming read, GB/s)",
+        section("### Memory bandwidth reference (streaming read; copy: bytes read + written; "
+                "GB/s)",
                 membw_table(entries, has_cv))
     # Agreement check and errors.
     worst = {}
@@ -833,14 +925,21 @@ def render(context, entries, reps):
             if e.error:
                 errors.append(f"{kind}/{impl}/{shape}/threads:{threads}: {e.error}")
             elif e.relerr is not None:
-                cur = worst.get(kind)
+                # log-softmax and softmax_axis are checked against a double
+                # reference, not against a peer: reported on a line of their own.
+                key = "softmax_variants" if impl in SOFTMAX_VARIANTS else kind
+                cur = worst.get(key)
                 if cur is None or e.relerr > cur[0]:
-                    worst[kind] = (e.relerr, f"{impl} {shape} threads:{threads}")
+                    worst[key] = (e.relerr, f"{impl} {shape} threads:{threads}")
     for kind in kinds:
         if kind in worst:
             v, where = worst[kind]
             to = "oneDNN" if kind == "sgemm_isa" else "the closest peer"
             out.append(f"- {kind} agreement: largest max-rel-diff to {to} {v:.2g} ({where})")
+        if kind == "softmax" and "softmax_variants" in worst:
+            v, where = worst["softmax_variants"]
+            out.append(f"- log-softmax/softmax_axis agreement: largest max-rel-diff to the "
+                       f"double reference {v:.2g} ({where})")
     for kind in ("attention", "decode"):
         if kind not in kinds:
             continue
