@@ -9,8 +9,60 @@
 
 #include <cstdint>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace ak {
 namespace AK_ISA_NS {
+
+#if defined(__AVX512F__)
+// r[j] becomes column j of the 16 x 16 matrix whose rows were r[0..15].
+inline void transpose16x16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+  }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+  }
+}
+
+// The transposing pack (all R lanes full, each contiguous along k) for k in
+// [0, kc16), a multiple of 16: 16 x 16 blocks transposed in registers, in
+// place of one scalar load and store per element. Groups of up to 16 lanes;
+// a group of fewer than 16 (R = 12) is padded with zero rows and stored
+// through a lane mask.
+template <int R>
+inline void pack_transpose_avx512(std::int64_t kc16, const float *src, std::int64_t lane_stride,
+                                  float *dst) {
+  for (int g = 0; g < R; g += 16) {
+    const int n = R - g < 16 ? R - g : 16;
+    const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1u);
+    for (std::int64_t p = 0; p < kc16; p += 16) {
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i)
+        r[i] = i < n ? _mm512_loadu_ps(src + (g + i) * lane_stride + p) : _mm512_setzero_ps();
+      transpose16x16(r);
+      for (int q = 0; q < 16; ++q) _mm512_mask_storeu_ps(dst + (p + q) * R + g, mask, r[q]);
+    }
+  }
+}
+#endif
 
 template <int R>
 inline void pack_sliver(std::int64_t kc, int lanes, const float *__restrict src,
@@ -30,7 +82,13 @@ inline void pack_sliver(std::int64_t kc, int lanes, const float *__restrict src,
     // A transpose: every lane is a contiguous run along k. Walking all R
     // runs together (k outer) keeps R memory streams in flight at once; one
     // run after another would wait on each run's cache misses in turn.
-    for (std::int64_t p = 0; p < kc; ++p, dst += R) {
+    std::int64_t p = 0;
+#if defined(__AVX512F__)
+    p = kc / 16 * 16;
+    pack_transpose_avx512<R>(p, src, lane_stride, dst);
+    dst += p * R;
+#endif
+    for (; p < kc; ++p, dst += R) {
 #pragma GCC unroll 64
       for (int i = 0; i < R; ++i) dst[i] = src[i * lane_stride + p];
     }
