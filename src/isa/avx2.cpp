@@ -6,15 +6,8 @@
 
 namespace ak::avx2 {
 using V = XsimdVec<xsimd::fma3<xsimd::avx2>>;
-// 6 x 16 tile: 12 of the 16 ymm registers accumulate, 2 hold B, 1 A.
-struct GemmBlocks {
-  static constexpr int width = 8, mr = 6, nv = 2;
-  static constexpr std::int64_t mc = 144, kc = 256, nc = 4096;
-  static constexpr std::int64_t direct_a_max_slivers = 16;
-  static constexpr std::int64_t skinny_m = 8;
-  static constexpr std::int64_t b_chunk_bytes = 128 * 1024;
-  static constexpr std::int64_t kc_narrow = kc, narrow_slivers = 4;
-};
 } // namespace ak::avx2
+
+#include "../gemm/ukernels/sgemm_ukernel_6x16_avx2.hpp"
 
 #include "isa_table.inc"
