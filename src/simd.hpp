@@ -40,6 +40,7 @@ struct ScalarVec {
   static reg max(reg a, reg b) { return a > b ? a : b; }
   static reg min(reg a, reg b) { return a < b ? a : b; }
   // Not fused: without hardware FMA std::fma is a slow library call.
+  static constexpr bool has_fma = false; // a * b + c rounds twice (no contraction)
   static reg fmadd(reg a, reg b, reg c) { return a * b + c; }
   static reg round(reg a) { return std::nearbyint(a); }
   static reg lt_select(reg a, reg b, reg t, reg f) { return a < b ? t : f; }
@@ -54,6 +55,7 @@ struct ScalarVec {
     return out;
   }
   static float reduce_add(reg v) { return v; }
+  static double reduce_add_double(reg v) { return v; }
   static reg reduce_add_each(const reg *v) { return v[0]; }
   static float reduce_max(reg v) { return v; }
 };
@@ -75,6 +77,18 @@ template <class Arch> struct XsimdVec {
   static reg div(reg a, reg b) { return a / b; }
   static reg max(reg a, reg b) { return xsimd::max(a, b); }
   static reg min(reg a, reg b) { return xsimd::min(a, b); }
+  // Whether fmadd below rounds once (a fused instruction).
+  static constexpr bool has_fma =
+#if defined(__AVX512F__)
+      width == 16 ||
+#endif
+#if defined(__FMA__)
+      width == 8 ||
+#endif
+#if defined(__aarch64__)
+      width == 4 ||
+#endif
+      false;
   // a * b + c with one rounding where the instruction set has FMA (the raw
   // intrinsic: xsimd 8.1 may split it on AVX-512).
   static reg fmadd(reg a, reg b, reg c) {
@@ -128,13 +142,63 @@ template <class Arch> struct XsimdVec {
     static_assert(width == 4 || width == 8 || width == 16, "haddp lane order unchecked");
     return xsimd::haddp(v);
   }
+  // The lanes' sum in double, in a fixed order (deterministic).
+  static double reduce_add_double(reg v) {
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+    if constexpr (width == 16) {
+      const __m512d s = _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)),
+                                      _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+      const __m256d q = _mm256_add_pd(_mm512_castpd512_pd256(s), _mm512_extractf64x4_pd(s, 1));
+      const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(q), _mm256_extractf128_pd(q, 1));
+      return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+    }
+#endif
+#if defined(__AVX2__)
+    if constexpr (width == 8) {
+      const __m256d s = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)),
+                                      _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+      const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+      return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+    }
+#endif
+    alignas(64) float t[width];
+    v.store_aligned(t);
+    double s = 0.0;
+    for (int i = 0; i < width; ++i) s += t[i];
+    return s;
+  }
+  // The largest lane, by a branch-free tree. A NaN lane may or may not come
+  // out (like max itself): callers that must see NaN test for it apart.
   static float reduce_max(reg v) {
+#if defined(__AVX512F__)
+    if constexpr (width == 16) return _mm512_reduce_max_ps(v);
+#endif
+#if defined(__AVX__)
+    if constexpr (width == 8) {
+      const __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+      return max4(h);
+    }
+#endif
+#if defined(__SSE2__)
+    if constexpr (width == 4) return max4(v);
+#endif
+#if defined(__aarch64__)
+    if constexpr (width == 4) return vmaxnmvq_f32(v);
+#endif
     alignas(64) float t[width];
     v.store_aligned(t);
     float m = t[0];
-    for (int i = 1; i < width; ++i) m = t[i] > m || t[i] != t[i] ? t[i] : m;
+    for (int i = 1; i < width; ++i) m = t[i] > m ? t[i] : m;
     return m;
   }
+
+private:
+#if defined(__SSE2__)
+  static float max4(__m128 a) {
+    a = _mm_max_ps(a, _mm_movehl_ps(a, a));
+    return _mm_cvtss_f32(_mm_max_ss(a, _mm_shuffle_ps(a, a, 1)));
+  }
+#endif
 };
 #endif
 

@@ -9,17 +9,50 @@
 //
 // Range and error: at most 1.01 ulp from double exp over [-87.3, 88.7], on
 // every float of that range and every x86 instruction set (tests/test_exp.cpp
-// with AK_EXP_EXHAUSTIVE=1; CI checks every 128th float against 2 ulp); 0 for x < -104 and for -inf; +inf
-// for x > 88.73 and +inf; NaN for NaN.
+// with AK_EXP_EXHAUSTIVE=1; CI checks every 128th float against 2 ulp); 0 for x < -104 and for
+// -inf; +inf for x > 88.73 and +inf; NaN for NaN.
 #pragma once
+
+#include "simd.hpp"
 
 namespace ak {
 namespace AK_ISA_NS {
 
 // exp(x + lo), where lo is a tiny correction to x (|lo| <= ulp(x)): lets a
 // caller pass the exact rounding error of the subtraction that formed x.
+#if defined(__AVX512F__)
+// The same method on AVX-512 in fewer instructions: vscalefps applies 2^n for
+// any n with a single rounding (into the subnormals, and to +inf past
+// FLT_MAX), replacing the two-factor scale; the clamp is ordered so that a NaN
+// x passes through it (vmaxps/vminps return their second operand when either
+// is NaN) and then through the arithmetic, replacing the final selects. An x
+// below -104 is clamped there, where the scaled result rounds to 0. The
+// correction lo is NaN where x is infinite (see vexp_diff): it is added only
+// where it is a number.
+inline __m512 vexp_corrected_avx512(__m512 x, __m512 lo) {
+  const __m512 xc =
+      _mm512_min_ps(_mm512_set1_ps(88.75f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), xc);
+  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+  r = _mm512_mask_add_ps(r, _mm512_cmp_ps_mask(lo, lo, _CMP_ORD_Q), r, lo);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r));
+  return _mm512_scalef_ps(p, n);
+}
+#endif
+
 template <class V> inline typename V::reg vexp_corrected(typename V::reg x, typename V::reg lo) {
   using reg = typename V::reg;
+#if defined(__AVX512F__)
+  if constexpr (V::width == 16) return reg(vexp_corrected_avx512(x, lo));
+#endif
   const reg min_arg = V::set1(-104.0f), max_arg = V::set1(88.75f);
   const reg xc = V::min(V::max(x, min_arg), max_arg);
   const reg n = V::round(V::mul(xc, V::set1(1.44269504088896341f)));

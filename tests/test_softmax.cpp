@@ -125,6 +125,22 @@ TEST_P(Softmax, AllNegativeInfinityRowGivesZerosNotNaN) {
   }
 }
 
+// A NaN among -inf entries: the row is NaN, not the zeros of an all -inf row.
+TEST_P(Softmax, NanAmongNegativeInfinityGivesNaN) {
+  for (std::int64_t cols : {1, 7, 16, 100}) {
+    for (std::int64_t pos : {std::int64_t{0}, cols / 2, cols - 1}) {
+      std::vector<float> x(static_cast<std::size_t>(cols), -kInf), y(x.size()), z(x.size());
+      x[static_cast<std::size_t>(pos)] = kNaN;
+      ASSERT_EQ(ak_softmax(1, cols, x.data(), cols, y.data(), cols), AK_OK);
+      ASSERT_EQ(ak_log_softmax(1, cols, x.data(), cols, z.data(), cols), AK_OK);
+      for (std::int64_t j = 0; j < cols; ++j) {
+        EXPECT_TRUE(std::isnan(y[j])) << cols << " " << pos << " " << j;
+        EXPECT_TRUE(std::isnan(z[j])) << cols << " " << pos << " " << j;
+      }
+    }
+  }
+}
+
 // A NaN (or +inf, whose weight is inf/inf) makes its own row NaN and no other.
 TEST_P(Softmax, NanAndPositiveInfinityStayInTheirRow) {
   for (float poison : {kNaN, kInf}) {

@@ -29,14 +29,6 @@ template <class V> struct RowIo {
     for (int i = 0; i < W; ++i) t[i] = i < n ? x[i] : pad;
     return V::loadu(t);
   }
-  // The lanes' sum in double (a fixed order: deterministic).
-  static double sum_lanes(reg v) {
-    alignas(64) float t[W];
-    V::storeu(t, v);
-    double s = 0.0;
-    for (int i = 0; i < W; ++i) s += t[i];
-    return s;
-  }
   static void store_tail(float *y, std::int64_t n, reg v) {
     alignas(64) float t[W];
     V::storeu(t, v);
@@ -44,6 +36,8 @@ template <class V> struct RowIo {
   }
 };
 
+// The row's maximum; a NaN entry may be passed over (the exp pass turns it
+// into a NaN sum), so only -inf means "no number above -inf".
 template <class V> float row_max(const float *x, std::int64_t n) {
   using reg = typename V::reg;
   constexpr int W = V::width;
@@ -62,15 +56,17 @@ template <class V> float row_max(const float *x, std::int64_t n) {
 }
 
 // sum_j exp(x_j - m); writes the exponentials to e unless e is null.
-// Summation: short float partial sums (at most 8 terms per lane), folded
-// into a double every block. A plain float running sum over 32k terms loses
-// ~1e-5 relative; this keeps the sum within a few ulp whatever the length.
+// Summation: short float partial sums (at most 8 terms per lane), folded per
+// lane into a compensated (Kahan) running total every block, whose lanes are
+// added in double once at the end. A plain float running sum over 32k terms
+// loses ~1e-5 relative; this keeps the sum within a few ulp whatever the
+// length, at four vector operations per block.
 template <class V> float row_exp_sum(const float *x, std::int64_t n, float m, float *e) {
   using reg = typename V::reg;
   constexpr int W = V::width;
   constexpr std::int64_t kBlock = 16 * W;
   const reg vm = V::set1(m);
-  double total = 0.0;
+  reg total = V::zero(), comp = V::zero();
   std::int64_t j = 0;
   while (j < n) {
     const std::int64_t end = n - j > kBlock ? j + kBlock : n;
@@ -97,21 +93,39 @@ template <class V> float row_exp_sum(const float *x, std::int64_t n, float m, fl
       s1 = V::add(s1, e0);
       j = end;
     }
-    total += RowIo<V>::sum_lanes(V::add(s0, s1));
+    const reg y = V::sub(V::add(s0, s1), comp);
+    const reg t = V::add(total, y);
+    comp = V::sub(V::sub(t, total), y);
+    total = t;
   }
-  return static_cast<float>(total);
+  return static_cast<float>(V::reduce_add_double(total) - V::reduce_add_double(comp));
 }
 
-// y = y / s (softmax) in place over n floats. A true division, not a
-// multiply by 1/s: one rounding instead of two, at no cost that matters next
-// to the exp pass.
+// e / s for a positive s, given inv = 1 / s rounded. With FMA: the product
+// e * inv corrected by one Newton step on its exact remainder, which gives
+// the correctly rounded quotient but for rare ties (the vector divider is
+// several times slower on current x86 cores); without FMA: a division.
+template <class V>
+inline typename V::reg divide_by(typename V::reg e, typename V::reg s, typename V::reg inv) {
+  if constexpr (V::has_fma) {
+    const typename V::reg q = V::mul(e, inv);
+    return V::fmadd(V::fmadd(q, V::sub(V::zero(), s), e), inv, q);
+  } else {
+    (void)inv;
+    return V::div(e, s);
+  }
+}
+
+// y = y / s (softmax) in place over n floats.
 template <class V> void row_divide(float *y, std::int64_t n, float s) {
   using reg = typename V::reg;
   constexpr int W = V::width;
-  const reg vs = V::set1(s);
+  const reg vs = V::set1(s), vinv = V::set1(1.0f / s);
   std::int64_t j = 0;
-  for (; j + W <= n; j += W) V::storeu(y + j, V::div(V::loadu(y + j), vs));
-  for (; j < n; ++j) y[j] /= s;
+  for (; j + W <= n; j += W) V::storeu(y + j, divide_by<V>(V::loadu(y + j), vs, vinv));
+  if (j < n)
+    RowIo<V>::store_tail(y + j, n - j,
+                         divide_by<V>(RowIo<V>::load_tail(y + j, n - j, 0.0f), vs, vinv));
 }
 
 // y = x - c over n floats (log-softmax's last pass).
@@ -127,8 +141,12 @@ template <class V> void row_subtract(const float *x, float *y, std::int64_t n, f
 template <class V> void softmax_row(const float *x, float *y, std::int64_t n, bool log) {
   const float ninf = -std::numeric_limits<float>::infinity();
   const float m = row_max<V>(x, n);
-  if (m == ninf) { // every entry -inf: weights 0, log-weights -inf
-    for (std::int64_t j = 0; j < n; ++j) y[j] = log ? ninf : 0.0f;
+  if (m == ninf) { // no finite entry: every entry -inf, or NaN among -inf
+    bool nan = false;
+    for (std::int64_t j = 0; j < n; ++j) nan = nan || x[j] != x[j];
+    // all -inf: weights 0, log-weights -inf; a NaN: all NaN
+    const float fill = nan ? std::numeric_limits<float>::quiet_NaN() : log ? ninf : 0.0f;
+    for (std::int64_t j = 0; j < n; ++j) y[j] = fill;
     return;
   }
   if (log) {
@@ -181,12 +199,15 @@ void softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
     }
   // s == 0 only for an all -inf column, whose weights stay 0 (NaN s stays NaN).
   const reg one = U::set1(1.0f);
-  reg denom[NB];
-  for (int v = 0; v < NB; ++v)
+  reg denom[NB], inv[NB];
+  for (int v = 0; v < NB; ++v) {
     denom[v] = U::lt_select(s[v], U::set1(std::numeric_limits<float>::min()), one, s[v]);
+    inv[v] = U::div(one, denom[v]);
+  }
   for (std::int64_t a = 0; a < axis_len; ++a)
     for (int v = 0; v < NB; ++v)
-      U::storeu(y + a * inner + v * W, U::div(U::loadu(y + a * inner + v * W), denom[v]));
+      U::storeu(y + a * inner + v * W,
+                divide_by<U>(U::loadu(y + a * inner + v * W), denom[v], inv[v]));
 }
 
 template <class V>
