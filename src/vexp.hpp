@@ -2,10 +2,10 @@
 //
 // Method: n = round(x / ln 2), r = x - n ln 2 (Cody-Waite two-constant split,
 // exact for |n| < 2^15), exp(r) by a degree-7 polynomial on |r| <= ln2 / 2
-// (Cephes expf coefficients), times 2^n. The scale is applied as two factors
-// 2^n1 * 2^n2 so that n in [-150, 128] needs no special case: results near
-// FLT_MAX and in the denormal range are correctly scaled, and the product
-// overflows to +inf on its own past ln(FLT_MAX).
+// (Cephes expf coefficients), times 2^n: by vscalefps on AVX-512, elsewhere as
+// two factors 2^n1 * 2^n2, so that n in [-152, 128] needs no special case:
+// results near FLT_MAX and in the denormal range are correctly scaled, and the
+// product overflows to +inf on its own past ln(FLT_MAX).
 //
 // Range and error: at most 1.01 ulp from double exp over [-87.3, 88.7], on
 // every float of that range and every x86 instruction set (tests/test_exp.cpp
@@ -18,79 +18,91 @@
 namespace ak {
 namespace AK_ISA_NS {
 
-// exp(x + lo), where lo is a tiny correction to x (|lo| <= ulp(x)): lets a
-// caller pass the exact rounding error of the subtraction that formed x.
-#if defined(__AVX512F__)
-// The same method on AVX-512 in fewer instructions: vscalefps applies 2^n for
-// any n with a single rounding (into the subnormals, and to +inf past
-// FLT_MAX), replacing the two-factor scale; the clamp is ordered so that a NaN
-// x passes through it (vmaxps/vminps return their second operand when either
-// is NaN) and then through the arithmetic, replacing the final selects. An x
-// below -104 is clamped there, where the scaled result rounds to 0. The
-// correction lo is NaN where x is infinite (see vexp_diff): it is added only
-// where it is a number.
-inline __m512 vexp_corrected_avx512(__m512 x, __m512 lo) {
-  const __m512 xc =
-      _mm512_min_ps(_mm512_set1_ps(88.75f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), xc);
-  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
-  r = _mm512_mask_add_ps(r, _mm512_cmp_ps_mask(lo, lo, _CMP_ORD_Q), r, lo);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r));
-  return _mm512_scalef_ps(p, n);
-}
-#endif
-
-template <class V> inline typename V::reg vexp_corrected(typename V::reg x, typename V::reg lo) {
+// exp(r) for |r| <= ln2 / 2 (plus a correction): 1 + (r + r^2 P(r)), the
+// small part formed first so that the result is rounded once at the end.
+template <class V> inline typename V::reg vexp_poly(typename V::reg r) {
   using reg = typename V::reg;
-#if defined(__AVX512F__)
-  if constexpr (V::width == 16) return reg(vexp_corrected_avx512(x, lo));
-#endif
-  const reg min_arg = V::set1(-104.0f), max_arg = V::set1(88.75f);
-  const reg xc = V::min(V::max(x, min_arg), max_arg);
-  const reg n = V::round(V::mul(xc, V::set1(1.44269504088896341f)));
-  reg r = V::fmadd(n, V::set1(-0.693359375f), xc);
-  r = V::fmadd(n, V::set1(2.12194440e-4f), r);
-  r = V::add(r, lo);
   reg p = V::set1(1.9875691500e-4f);
   p = V::fmadd(p, r, V::set1(1.3981999507e-3f));
   p = V::fmadd(p, r, V::set1(8.3334519073e-3f));
   p = V::fmadd(p, r, V::set1(4.1665795894e-2f));
   p = V::fmadd(p, r, V::set1(1.6666665459e-1f));
   p = V::fmadd(p, r, V::set1(5.0000001201e-1f));
-  // 1 + (r + r^2 P(r)): the small part is formed first so that the result
-  // is rounded once at the end, not twice.
-  p = V::add(V::set1(1.0f), V::fmadd(p, V::mul(r, r), r));
+  return V::add(V::set1(1.0f), V::fmadd(p, V::mul(r, r), r));
+}
+
+// p * 2^n for an integral n in [-152, 128], rounded once: results in the
+// subnormal range are correctly rounded and past FLT_MAX become +inf.
+template <class V> inline typename V::reg vexp_scale(typename V::reg p, typename V::reg n) {
+  using reg = typename V::reg;
+#if defined(__AVX512F__)
+  // vscalefps does exactly this in one instruction.
+  if constexpr (V::width == 16) return reg(_mm512_scalef_ps(p, n));
+#endif
+  // Two factors 2^n1 * 2^n2, each a normal number for n in that range.
   const reg n1 = V::round(V::mul(n, V::set1(0.5f)));
-  const reg n2 = V::sub(n, n1);
-  reg y = V::mul(V::mul(p, V::pow2i(n1)), V::pow2i(n2));
-  y = V::lt_select(x, min_arg, V::zero(), y);
-  return V::nan_select(x, x, y);
+  return V::mul(V::mul(p, V::pow2i(n1)), V::pow2i(V::sub(n, n1)));
+}
+
+// exp(x + lo) for x in [-105.5, 88.75] or NaN and a finite |lo| <= ulp(x):
+// the reduction and the polynomial, nothing else. A NaN x flows through the
+// arithmetic to a NaN result.
+template <class V> inline typename V::reg vexp_reduced(typename V::reg x, typename V::reg lo) {
+  using reg = typename V::reg;
+  const reg n = V::round(V::mul(x, V::set1(1.44269504088896341f)));
+  reg r = V::fmadd(n, V::set1(-0.693359375f), x);
+  r = V::fmadd(n, V::set1(2.12194440e-4f), r);
+  return vexp_scale<V>(vexp_poly<V>(V::add(r, lo)), n);
+}
+
+// exp(x + lo), where lo is a tiny correction to x (|lo| <= ulp(x)): lets a
+// caller pass the exact rounding error of the subtraction that formed x. Any
+// x: the clamp is ordered so that a NaN x passes through it (max and min
+// return their second operand when either is NaN, on every instruction set
+// here); below -104 the scaled result rounds to 0, above 88.75 to +inf. lo
+// is NaN where x is infinite (see vexp_diff), so it is dropped there.
+template <class V> inline typename V::reg vexp_corrected(typename V::reg x, typename V::reg lo) {
+  using reg = typename V::reg;
+  const reg xc = V::min(V::set1(88.75f), V::max(V::set1(-104.0f), x));
+  return vexp_reduced<V>(xc, V::nan_select(lo, V::zero(), lo));
 }
 
 template <class V> inline typename V::reg vexp(typename V::reg x) {
-  return vexp_corrected<V>(x, V::zero());
+  return vexp_reduced<V>(V::min(V::set1(88.75f), V::max(V::set1(-104.0f), x)), V::zero());
 }
 
-// exp(a - b) with a - b's rounding error carried into the reduction (TwoSum,
-// exact for any two floats): exp's argument is then a - b to ~2^-48, so the
-// result is good to an ulp even where a - b itself is inexact. Where a - b is
-// -inf or NaN the correction is NaN, but vexp_corrected decides those lanes
-// from s alone.
-template <class V> inline typename V::reg vexp_diff(typename V::reg a, typename V::reg b) {
+// a - b and its exact rounding error (TwoSum: exact for any two finite floats).
+template <class V>
+inline void two_diff(typename V::reg a, typename V::reg b, typename V::reg &s,
+                     typename V::reg &err) {
   using reg = typename V::reg;
-  const reg s = V::sub(a, b);
+  s = V::sub(a, b);
   const reg a_part = V::add(s, b);
   const reg b_part = V::sub(a_part, s);
-  const reg err = V::add(V::sub(a, a_part), V::sub(b_part, b));
+  err = V::add(V::sub(a, a_part), V::sub(b_part, b));
+}
+
+// exp(a - b) with a - b's rounding error carried into the reduction: exp's
+// argument is then a - b to ~2^-48, so the result is good to an ulp even
+// where a - b itself is inexact. Any a and b; where a - b is -inf or NaN the
+// correction is NaN, and vexp_corrected drops it.
+template <class V> inline typename V::reg vexp_diff(typename V::reg a, typename V::reg b) {
+  typename V::reg s, err;
+  two_diff<V>(a, b, s, err);
   return vexp_corrected<V>(s, err);
+}
+
+// Softmax's exp(x - m) for x <= m, in fewer operations than vexp_diff, valid
+// for a finite m with |m| <= kShiftedExpMaxShift. floor = m - kShiftedExpFloor,
+// computed once per row: raising x to it turns -inf into a finite argument
+// (so no clamp or NaN test is needed after it) and changes no result, since
+// exp of anything below -105 + ulp(m) rounds to 0 anyway. A NaN x stays NaN.
+constexpr float kShiftedExpFloor = 105.0f, kShiftedExpMaxShift = 65536.0f;
+template <class V>
+inline typename V::reg vexp_shifted(typename V::reg x, typename V::reg m, typename V::reg floor) {
+  typename V::reg s, err;
+  two_diff<V>(V::max(floor, x), m, s, err);
+  return vexp_reduced<V>(s, err);
 }
 
 } // namespace AK_ISA_NS

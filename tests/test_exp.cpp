@@ -4,7 +4,8 @@
 //     128th float of that range (about 1.7e7 points per instruction set), or
 //     on every float when AK_EXP_EXHAUSTIVE=1 (minutes; for manual runs);
 //   - 0 for -inf and below -104, +inf on overflow and for +inf, NaN for NaN;
-//   - exp(a - b) with the subtraction's rounding error carried (vexp_diff)
+//   - exp(a - b) with the subtraction's rounding error carried (vexp_diff),
+//     and softmax rows' variant with a floor under a (vexp_shifted)
 //     within 2 ulp of exp of the exact difference.
 #include "exp_probe/exp_probe.hpp"
 
@@ -36,9 +37,13 @@ std::uint32_t to_bits(float f) {
 
 // |y - exact| in units of the last place of the float nearest to `exact`
 // (a normal float everywhere in the tested range).
+// |y - exact| in units of the float spacing at exact (below FLT_MIN: the
+// subnormal spacing 2^-149).
 double ulp_error(float y, double exact) {
-  const int e = std::ilogb(static_cast<float>(exact));
-  return std::fabs(static_cast<double>(y) - exact) / std::ldexp(1.0, e - 23);
+  const double unit = std::fabs(exact) < std::numeric_limits<float>::min()
+                          ? std::ldexp(1.0, -149)
+                          : std::ldexp(1.0, std::ilogb(static_cast<float>(exact)) - 23);
+  return std::fabs(static_cast<double>(y) - exact) / unit;
 }
 
 struct Worst {
@@ -157,6 +162,43 @@ TEST_P(VexpTest, DifferenceWithinTwoUlpOfTheExactDifference) {
   EXPECT_EQ(out[0], 0.0f);
   EXPECT_TRUE(std::isnan(out[1]));
   EXPECT_EQ(out[2], 1.0f);
+}
+
+// Softmax rows' exp(x - max) (vexp_shifted): maxima up to the 65536 its
+// callers allow, gaps reaching past the -105 floor (those must come out 0,
+// or a subnormal within the bound), and the masked and NaN lanes.
+TEST_P(VexpTest, ShiftedWithinTwoUlpOfTheExactDifference) {
+  std::mt19937 rng(20261122);
+  std::uniform_real_distribution<float> mag(-65536.0f, 65536.0f), small(-4.0f, 4.0f),
+      gap(-120.0f, 0.0f);
+  constexpr std::size_t n = 1 << 20;
+  std::vector<float> a(n), b(n), y(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    b[i] = i % 2 ? mag(rng) : small(rng);
+    a[i] = std::min(b[i], b[i] + gap(rng));
+  }
+  GetParam().exp_shifted(a.data(), b.data(), y.data(), n);
+  double worst = 0.0;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double exact = std::exp(static_cast<double>(a[i]) - static_cast<double>(b[i]));
+    const double err = ulp_error(y[i], exact);
+    if (!(err <= worst)) {
+      worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
+      at = i;
+    }
+  }
+  EXPECT_LE(worst, 2.0) << GetParam().isa << ": exp(" << a[at] << " - " << b[at] << ") = " << y[at];
+  const float inf = std::numeric_limits<float>::infinity();
+  const float xa[] = {-inf, std::numeric_limits<float>::quiet_NaN(), 3.0f, -65536.0f, 65536.0f};
+  const float xb[] = {2.0f, 2.0f, 3.0f, 65536.0f, 65536.0f};
+  float out[5];
+  GetParam().exp_shifted(xa, xb, out, 5);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_TRUE(std::isnan(out[1]));
+  EXPECT_EQ(out[2], 1.0f);
+  EXPECT_EQ(out[3], 0.0f);
+  EXPECT_EQ(out[4], 1.0f);
 }
 
 INSTANTIATE_TEST_SUITE_P(PerIsa, VexpTest, ::testing::ValuesIn(akt::exp_probes()),

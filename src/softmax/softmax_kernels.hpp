@@ -61,19 +61,19 @@ template <class V> float row_max(const float *x, std::int64_t n) {
 // added in double once at the end. A plain float running sum over 32k terms
 // loses ~1e-5 relative; this keeps the sum within a few ulp whatever the
 // length, at four vector operations per block.
-template <class V> float row_exp_sum(const float *x, std::int64_t n, float m, float *e) {
+template <class V, class Exp>
+float row_exp_sum_with(const float *x, std::int64_t n, float *e, const Exp &exp_of) {
   using reg = typename V::reg;
   constexpr int W = V::width;
   constexpr std::int64_t kBlock = 16 * W;
-  const reg vm = V::set1(m);
   reg total = V::zero(), comp = V::zero();
   std::int64_t j = 0;
   while (j < n) {
     const std::int64_t end = n - j > kBlock ? j + kBlock : n;
     reg s0 = V::zero(), s1 = s0;
     for (; j + 2 * W <= end; j += 2 * W) {
-      const reg e0 = vexp_diff<V>(V::loadu(x + j), vm);
-      const reg e1 = vexp_diff<V>(V::loadu(x + j + W), vm);
+      const reg e0 = exp_of(V::loadu(x + j));
+      const reg e1 = exp_of(V::loadu(x + j + W));
       if (e) {
         V::storeu(e + j, e0);
         V::storeu(e + j + W, e1);
@@ -82,13 +82,13 @@ template <class V> float row_exp_sum(const float *x, std::int64_t n, float m, fl
       s1 = V::add(s1, e1);
     }
     for (; j + W <= end; j += W) {
-      const reg e0 = vexp_diff<V>(V::loadu(x + j), vm);
+      const reg e0 = exp_of(V::loadu(x + j));
       if (e) V::storeu(e + j, e0);
       s0 = V::add(s0, e0);
     }
     if (j < end) {
       const float ninf = -std::numeric_limits<float>::infinity();
-      const reg e0 = vexp_diff<V>(RowIo<V>::load_tail(x + j, end - j, ninf), vm);
+      const reg e0 = exp_of(RowIo<V>::load_tail(x + j, end - j, ninf));
       if (e) RowIo<V>::store_tail(e + j, end - j, e0);
       s1 = V::add(s1, e0);
       j = end;
@@ -99,6 +99,17 @@ template <class V> float row_exp_sum(const float *x, std::int64_t n, float m, fl
     total = t;
   }
   return static_cast<float>(V::reduce_add_double(total) - V::reduce_add_double(comp));
+}
+
+// m: the row's maximum, finite or +inf/NaN (not -inf).
+template <class V> float row_exp_sum(const float *x, std::int64_t n, float m, float *e) {
+  using reg = typename V::reg;
+  const reg vm = V::set1(m);
+  if (std::fabs(m) <= kShiftedExpMaxShift) {
+    const reg floor = V::set1(m - kShiftedExpFloor);
+    return row_exp_sum_with<V>(x, n, e, [&](reg v) { return vexp_shifted<V>(v, vm, floor); });
+  }
+  return row_exp_sum_with<V>(x, n, e, [&](reg v) { return vexp_diff<V>(v, vm); });
 }
 
 // e / s for a positive s, given inv = 1 / s rounded. With FMA: the product

@@ -14,6 +14,9 @@ struct ExpProbe {
   void (*exp)(const float *x, float *y, std::size_t n);
   // y[i] = exp(a[i] - b[i]) by vexp_diff, as softmax and attention call it.
   void (*exp_diff)(const float *a, const float *b, float *y, std::size_t n);
+  // y[i] = exp(a[i] - b[i]) by vexp_shifted (softmax rows), for a <= b and
+  // |b| <= 65536.
+  void (*exp_shifted)(const float *a, const float *b, float *y, std::size_t n);
 };
 
 // Every instruction set this build compiled.

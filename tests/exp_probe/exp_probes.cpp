@@ -7,6 +7,7 @@
   namespace ak::isa {                                                                              \
   void probe_exp(const float *x, float *y, std::size_t n);                                         \
   void probe_exp_diff(const float *a, const float *b, float *y, std::size_t n);                    \
+  void probe_exp_shifted(const float *a, const float *b, float *y, std::size_t n);                 \
   }
 
 AK_DECLARE_PROBE(scalar)
@@ -24,14 +25,14 @@ namespace akt {
 const std::vector<ExpProbe> &exp_probes() {
   static const std::vector<ExpProbe> probes = {
 #if defined(AK_HAVE_AVX512)
-    {"avx512", ak::avx512::probe_exp, ak::avx512::probe_exp_diff},
-    {"avx2", ak::avx2::probe_exp, ak::avx2::probe_exp_diff},
-    {"sse2", ak::sse2::probe_exp, ak::sse2::probe_exp_diff},
+    {"avx512", ak::avx512::probe_exp, ak::avx512::probe_exp_diff, ak::avx512::probe_exp_shifted},
+    {"avx2", ak::avx2::probe_exp, ak::avx2::probe_exp_diff, ak::avx2::probe_exp_shifted},
+    {"sse2", ak::sse2::probe_exp, ak::sse2::probe_exp_diff, ak::sse2::probe_exp_shifted},
 #endif
 #if defined(AK_HAVE_NEON)
-    {"neon", ak::neon::probe_exp, ak::neon::probe_exp_diff},
+    {"neon", ak::neon::probe_exp, ak::neon::probe_exp_diff, ak::neon::probe_exp_shifted},
 #endif
-    {"scalar", ak::scalar::probe_exp, ak::scalar::probe_exp_diff},
+    {"scalar", ak::scalar::probe_exp, ak::scalar::probe_exp_diff, ak::scalar::probe_exp_shifted},
   };
   return probes;
 }
