@@ -33,8 +33,6 @@ struct ScalarVec {
   static void storeu(float *p, reg v) { *p = v; }
   static reg set1(float x) { return x; }
   static reg zero() { return 0.0f; }
-  static void stream(float *p, reg v) { *p = v; }
-  static void stream_fence() {}
   static reg add(reg a, reg b) { return a + b; }
   static reg sub(reg a, reg b) { return a - b; }
   static reg mul(reg a, reg b) { return a * b; }
@@ -73,25 +71,6 @@ template <class Arch> struct XsimdVec {
   static void storeu(float *p, reg v) { v.store_unaligned(p); }
   static reg set1(float x) { return reg(x); }
   static reg zero() { return reg(0.0f); }
-  // A non-temporal store to a vector-aligned address: past the caches, no
-  // read for ownership. Ordered with later stores by stream_fence().
-  static void stream(float *p, reg v) {
-#if defined(__AVX512F__)
-    if constexpr (width == 16) return _mm512_stream_ps(p, v);
-#endif
-#if defined(__AVX__)
-    if constexpr (width == 8) return _mm256_stream_ps(p, v);
-#endif
-#if defined(__SSE2__)
-    if constexpr (width == 4) return _mm_stream_ps(p, v);
-#endif
-    v.store_unaligned(p);
-  }
-  static void stream_fence() {
-#if defined(__SSE2__)
-    _mm_sfence();
-#endif
-  }
   static reg add(reg a, reg b) { return a + b; }
   static reg sub(reg a, reg b) { return a - b; }
   static reg mul(reg a, reg b) { return a * b; }

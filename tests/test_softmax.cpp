@@ -90,46 +90,6 @@ TEST_P(Softmax, RowsMatchReference) {
         }
 }
 
-// Outputs of 32 MiB and more are streamed past the cache (non-temporal
-// stores from a row buffer, misaligned row starts included): every row must
-// come out bit for bit as a one-row call (the in-cache path) gives it, with
-// the special rows and the padding intact.
-TEST_P(Softmax, StreamedLargeOutputsEqualSmallCalls) {
-  const std::int64_t rows = 1100, cols = 8003, ld = cols + 5; // 35 MB of output
-  std::vector<float> x0 = random_normal(static_cast<std::size_t>(rows * ld), 41);
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t j = cols; j < ld; ++j) x0[r * ld + j] = canary();
-  for (std::int64_t j = 0; j < cols; ++j) x0[3 * ld + j] = -kInf; // all -inf
-  x0[5 * ld + 4000] = kNaN;
-  for (std::int64_t j = 0; j < cols; j += 3) x0[7 * ld + j] = -kInf;
-  for (bool log : {false, true})
-    for (bool in_place : {false, true}) {
-      const std::string where =
-          std::string(log ? "log_softmax" : "softmax") + (in_place ? " in place" : "");
-      std::vector<float> x = x0, y(x.size(), canary());
-      float *out = in_place ? x.data() : y.data();
-      const ak_status st = log ? ak_log_softmax(rows, cols, x.data(), ld, out, ld)
-                               : ak_softmax(rows, cols, x.data(), ld, out, ld);
-      ASSERT_EQ(st, AK_OK) << ak_last_error();
-      std::vector<float> one(static_cast<std::size_t>(cols));
-      for (std::int64_t r = 0; r < rows; ++r) {
-        for (std::int64_t j = cols; j < ld; ++j)
-          ASSERT_TRUE(is_canary(out[r * ld + j])) << where << ": padding written, row " << r;
-        if (r % 13 != 0 && r > 16 && r != rows - 1) continue;
-        const float *xr = x0.data() + r * ld;
-        ASSERT_EQ(log ? ak_log_softmax(1, cols, xr, cols, one.data(), cols)
-                      : ak_softmax(1, cols, xr, cols, one.data(), cols),
-                  AK_OK);
-        ASSERT_EQ(0, std::memcmp(one.data(), out + r * ld, one.size() * sizeof(float)))
-            << where << ": row " << r << " differs from a one-row call";
-      }
-      expect_row(out + 20 * ld, x0.data() + 20 * ld, cols, log, kSoftmaxUnitScaleRel,
-                 where + " row 20");
-      EXPECT_EQ(out[3 * ld], log ? -kInf : 0.0f) << where;
-      EXPECT_TRUE(std::isnan(out[5 * ld])) << where;
-    }
-}
-
 // Wide dynamic range with some -inf entries: the 3-ulp bound.
 TEST_P(Softmax, WideRangeAndMaskedEntries) {
   for (std::int64_t cols : {5, 64, 333, 32768}) {

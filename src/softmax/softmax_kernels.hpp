@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <limits>
 
-#include "../scratch.hpp"
 #include "../simd.hpp"
 #include "../threading.hpp"
 #include "../vexp.hpp"
@@ -128,36 +127,29 @@ inline typename V::reg divide_by(typename V::reg e, typename V::reg s, typename 
   }
 }
 
-// dst[j] = f(src[j]) over n floats, a vector at a time; a short tail through
-// a padded vector (the same arithmetic). With `stream`, the full vectors go
-// out as non-temporal stores (aligned; the lanes before dst's first 64-byte
-// boundary take the tail path): the row skips the cache, and memory sees only
-// the write, not a read for ownership first.
-template <class V, class F>
-void row_map(const float *src, float *dst, std::int64_t n, bool stream, const F &f) {
+// y = y / s (softmax) in place over n floats.
+template <class V> void row_divide(float *y, std::int64_t n, float s) {
+  using reg = typename V::reg;
   constexpr int W = V::width;
+  const reg vs = V::set1(s), vinv = V::set1(1.0f / s);
   std::int64_t j = 0;
-  if (stream) {
-    const auto misalign = reinterpret_cast<std::uintptr_t>(dst) % 64;
-    std::int64_t head = misalign == 0 ? 0 : static_cast<std::int64_t>((64 - misalign) / 4);
-    head = head < n ? head : n;
-    for (; j < head; j += W) {
-      const std::int64_t len = head - j < W ? head - j : W;
-      RowIo<V>::store_tail(dst + j, len, f(RowIo<V>::load_tail(src + j, len, 0.0f)));
-    }
-    j = head;
-    for (; j + W <= n; j += W) V::stream(dst + j, f(V::loadu(src + j)));
-  } else {
-    for (; j + W <= n; j += W) V::storeu(dst + j, f(V::loadu(src + j)));
-  }
-  if (j < n) RowIo<V>::store_tail(dst + j, n - j, f(RowIo<V>::load_tail(src + j, n - j, 0.0f)));
+  for (; j + W <= n; j += W) V::storeu(y + j, divide_by<V>(V::loadu(y + j), vs, vinv));
+  if (j < n)
+    RowIo<V>::store_tail(y + j, n - j,
+                         divide_by<V>(RowIo<V>::load_tail(y + j, n - j, 0.0f), vs, vinv));
 }
 
-// One row. `tmp`, when given, is a row-sized buffer: the exponentials go
-// there and the result is streamed to y (see softmax_rows).
-template <class V>
-void softmax_row(const float *x, float *y, std::int64_t n, bool log, float *tmp = nullptr) {
+// y = x - c over n floats (log-softmax's last pass).
+template <class V> void row_subtract(const float *x, float *y, std::int64_t n, float c) {
   using reg = typename V::reg;
+  constexpr int W = V::width;
+  const reg vc = V::set1(c);
+  std::int64_t j = 0;
+  for (; j + W <= n; j += W) V::storeu(y + j, V::sub(V::loadu(x + j), vc));
+  for (; j < n; ++j) y[j] = x[j] - c;
+}
+
+template <class V> void softmax_row(const float *x, float *y, std::int64_t n, bool log) {
   const float ninf = -std::numeric_limits<float>::infinity();
   const float m = row_max<V>(x, n);
   if (m == ninf) { // no finite entry: every entry -inf, or NaN among -inf
@@ -168,49 +160,24 @@ void softmax_row(const float *x, float *y, std::int64_t n, bool log, float *tmp 
     for (std::int64_t j = 0; j < n; ++j) y[j] = fill;
     return;
   }
-  const bool stream = tmp != nullptr;
   if (log) {
     const float s = row_exp_sum<V>(x, n, m, nullptr);
     // m + log(s) computed as one offset: x - (m + log s) rounds once per
     // element; s >= 1 since the maximum contributes exp(0).
-    const reg vc = V::set1(m + std::log(s));
-    row_map<V>(x, y, n, stream, [&](reg v) { return V::sub(v, vc); });
+    row_subtract<V>(x, y, n, m + std::log(s));
   } else {
-    float *e = stream ? tmp : y;
-    const float s = row_exp_sum<V>(x, n, m, e);
-    const reg vs = V::set1(s), vinv = V::set1(1.0f / s);
-    row_map<V>(e, y, n, stream, [&](reg v) { return divide_by<V>(v, vs, vinv); });
+    const float s = row_exp_sum<V>(x, n, m, y);
+    row_divide<V>(y, n, s);
   }
 }
-
-// Outputs of at least kStreamBytes (well past what a core's share of the
-// last-level cache holds, so the caller cannot find them in cache anyway)
-// take the streaming path, for rows of up to kStreamMaxCols (a 256 KiB
-// buffer per thread).
-constexpr double kStreamBytes = 32.0 * (1 << 20);
-constexpr std::int64_t kStreamMaxCols = 1 << 16;
 
 template <class V>
 void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int64_t ldx, float *y,
                   std::int64_t ldy, bool log, int threads) {
   // A thread per 4096 elements at least (a few microseconds of work each).
   threads = threads_for_work(threads, static_cast<double>(rows) * cols, 1 << 12);
-  const bool stream =
-      4.0 * static_cast<double>(rows) * cols >= kStreamBytes && cols <= kStreamMaxCols;
-  if (!stream) {
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-    for (std::int64_t r = 0; r < rows; ++r) softmax_row<V>(x + r * ldx, y + r * ldy, cols, log);
-    return;
-  }
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    const Scratch buf(static_cast<std::size_t>(cols));
-    float *tmp = buf.data(); // out of memory: the in-cache path (same results)
-#pragma omp for schedule(static)
-    for (std::int64_t r = 0; r < rows; ++r)
-      softmax_row<V>(x + r * ldx, y + r * ldy, cols, log, tmp);
-    V::stream_fence(); // the streamed rows complete before the call returns
-  }
+  for (std::int64_t r = 0; r < rows; ++r) softmax_row<V>(x + r * ldx, y + r * ldy, cols, log);
 }
 
 // Middle-axis softmax: vectorized across `inner`, reducing along the axis
