@@ -236,6 +236,11 @@ TEST_P(Sgemm, BlockEdges) {
     check_gemm({false, true, m, 37, 41, 1.0f, 0.0f, 0, 0, 0}, seed++);
   for (std::int64_t n : {4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65})
     check_gemm({true, false, 29, n, 43, -1.0f, 1.0f, 2, 2, 2}, seed++);
+  // Row-major A with a row stride of a multiple of 4 KiB (packed, not read in
+  // place, once n spans 3 slivers) next to strides just off it.
+  for (std::int64_t pad_a : {0, 1})
+    for (std::int64_t n : {40, 64, 65, 100, 129})
+      check_gemm({false, false, 37, n, 1024, 1.0f, 0.0f, pad_a, 0, 0}, seed++);
 }
 
 // Special scalars: alpha == 0 and k == 0 leave beta * C (and never read A, B).
