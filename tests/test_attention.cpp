@@ -1112,6 +1112,38 @@ TEST_P(AttentionSemantics, PoisonedKeysUnderNegativeInfinityBias) {
     p.bias[at(0 * (s.kv_len + s.pad) + 3)] = -kInf;
     expect_poison_harmless(p, {{0, 0, 3}}, false);
   }
+  // Decode-sized items (at most 8 rows, head_dim a multiple of every vector
+  // width): the path that reads K and V in place, one 128-key block at a time.
+  { // keys hidden from every query, inside blocks that other keys fill
+    Shape s;
+    s.heads = 4;
+    s.kv_heads = 2;
+    s.q_len = 1;
+    s.kv_len = 300;
+    s.head_dim = 64;
+    s.bias = BiasKind::PerQueryKey;
+    SCOPED_TRACE(describe(s));
+    Problem p = make_problem(s);
+    std::vector<KeyPos> keys;
+    for (std::int64_t j : {0, 130, 131, 299}) {
+      p.bias[at(j)] = -kInf;
+      for (std::int64_t hk = 0; hk < s.kv_heads; ++hk) keys.push_back({0, hk, j});
+    }
+    expect_poison_harmless(p, keys, true);
+  }
+  { // key 200 hidden from query head 0 only; head 1 shares its kv head
+    Shape s;
+    s.heads = 4;
+    s.kv_heads = 2;
+    s.q_len = 2;
+    s.kv_len = 260;
+    s.head_dim = 64;
+    s.bias = BiasKind::PerHead;
+    SCOPED_TRACE(describe(s));
+    Problem p = make_problem(s);
+    p.bias[at(200)] = -kInf;
+    expect_poison_harmless(p, {{0, 0, 200}}, false);
+  }
 }
 
 // bias_strides all 0: one [kv] row for every batch, head and query ("0

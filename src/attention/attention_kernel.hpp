@@ -293,13 +293,17 @@ private:
     rows_dispatch<1>(rows_, [&](auto m) { direct_scores<decltype(m)::value>(bk, kb); });
     for (std::int64_t r = 0; r < rows_; ++r) softmax_update(r, j0, bk);
     // The first pass over the V block (it then stays in L2 for P V).
-    bool poisoned = false;
     const std::int64_t vs = a_.v_strides[2];
-    for (std::int64_t j = 0; j < bk && !poisoned; ++j) {
+    reg probe = V::zero(); // v - v is NaN exactly for inf and NaN; dv % W == 0 here
+    for (std::int64_t j = 0; j < bk; ++j) {
       prefetch_rows(vb, vs, j + kPrefetchKeys, 1, a_.dv);
-      poisoned = has_non_finite<V>(vb + j * vs, a_.dv);
+      for (std::int64_t d = 0; d < a_.dv; d += W) {
+        const reg v = V::loadu(vb + j * vs + d);
+        probe = V::add(probe, V::sub(v, v));
+      }
     }
-    if (poisoned) {
+    const float poison = V::reduce_add(probe);
+    if (poison != poison) {
       exact_pv(j0, bk);
       return;
     }
