@@ -14,4 +14,16 @@ int threads_for_call();
 // `work` (tiny problems run on one thread). Never affects results.
 int threads_for_work(int threads, double work, double min_work);
 
+// f(i) for i in [0, n), statically split over `threads` threads; on one
+// thread a plain loop that never enters the OpenMP runtime (whose team of
+// one still costs around a microsecond a call: a tenth of a small softmax).
+template <class F> void parallel_for_static(int threads, std::int64_t n, F &&f) {
+  if (threads <= 1) {
+    for (std::int64_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (std::int64_t i = 0; i < n; ++i) f(i);
+}
+
 } // namespace ak

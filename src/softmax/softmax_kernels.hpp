@@ -176,8 +176,8 @@ void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int
                   std::int64_t ldy, bool log, int threads) {
   // A thread per 4096 elements at least (a few microseconds of work each).
   threads = threads_for_work(threads, static_cast<double>(rows) * cols, 1 << 12);
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (std::int64_t r = 0; r < rows; ++r) softmax_row<V>(x + r * ldx, y + r * ldy, cols, log);
+  parallel_for_static(threads, rows,
+                      [&](std::int64_t r) { softmax_row<V>(x + r * ldx, y + r * ldy, cols, log); });
 }
 
 // Middle-axis softmax: vectorized across `inner`, reducing along the axis
