@@ -207,8 +207,16 @@ TEST_P(Softmax, AxisSpecialValuesStayInTheirColumn) {
   for (std::int64_t a = 0; a < axis; ++a) x[a * inner + 4] = -kInf; // column 4: all -inf
   x[3 * inner + 18] = kNaN;                                         // column 18: NaN
   x[axis * inner + 5 * inner + 20] = kInf;                          // outer 1, column 20 (tail)
+  for (std::int64_t a = 0; a < axis; ++a) // outer 1, column 10: maxima past vexp_shifted's range
+    x[(axis + a) * inner + 10] = 70000.0f + static_cast<float>(a);
   std::vector<float> y(x.size());
   ASSERT_EQ(ak_softmax_axis(outer, axis, inner, x.data(), y.data()), AK_OK);
+  double denom = 0.0;
+  for (std::int64_t a = 0; a < axis; ++a) denom += std::exp(static_cast<double>(a - axis + 1));
+  for (std::int64_t a = 0; a < axis; ++a) {
+    const double want = std::exp(static_cast<double>(a - axis + 1)) / denom;
+    EXPECT_NEAR(y[static_cast<std::size_t>((axis + a) * inner + 10)], want, kSoftmaxRel * want);
+  }
   for (std::int64_t o = 0; o < outer; ++o)
     for (std::int64_t a = 0; a < axis; ++a)
       for (std::int64_t i = 0; i < inner; ++i) {

@@ -197,19 +197,45 @@ void softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
     s[v] = U::zero();
     comp[v] = U::zero();
   }
-  // Compensated (Kahan) sum per lane: a plain float running sum along a long
-  // axis drifts by ~sqrt(axis_len) ulp; this stays within ~2 ulp.
-  for (std::int64_t a = 0; a < axis_len; ++a)
-    for (int v = 0; v < NB; ++v) {
-      const reg e = vexp_diff<U>(U::loadu(x + a * inner + v * W), shift[v]);
-      U::storeu(y + a * inner + v * W, e);
-      const reg term = U::sub(e, comp[v]);
-      const reg t = U::add(s[v], term);
-      comp[v] = U::sub(U::sub(t, s[v]), term);
-      s[v] = t;
+  // vexp_shifted where every lane's maximum suits it (finite, not huge),
+  // else vexp_diff with the shift above; decided per block of columns, so by
+  // the shape and the data alone.
+  reg floor[NB], misfits = U::zero(); // counts lanes with |m| > limit (inf too) or NaN
+  const reg one = U::set1(1.0f), limit = U::set1(kShiftedExpMaxShift);
+  for (int v = 0; v < NB; ++v) {
+    const reg abs_m = U::max(m[v], U::sub(U::zero(), m[v]));
+    misfits = U::add(misfits, U::lt_select(limit, abs_m, one, U::zero()));
+    misfits = U::add(misfits, U::nan_select(m[v], one, U::zero()));
+    floor[v] = U::sub(m[v], U::set1(kShiftedExpFloor));
+  }
+  const bool fits = U::reduce_add(misfits) == 0.0f;
+  // Per lane: float partial sums of 8 terms, folded into a compensated
+  // (Kahan) running total. A plain float running sum along a long axis
+  // drifts by ~sqrt(axis_len) ulp; this stays within ~2 ulp.
+  const auto exp_pass = [&](const auto &exp_of) {
+    for (std::int64_t a = 0; a < axis_len;) {
+      const std::int64_t a_end = axis_len - a > 8 ? a + 8 : axis_len;
+      reg part[NB];
+      for (int v = 0; v < NB; ++v) part[v] = U::zero();
+      for (; a < a_end; ++a)
+        for (int v = 0; v < NB; ++v) {
+          const reg e = exp_of(v, U::loadu(x + a * inner + v * W));
+          U::storeu(y + a * inner + v * W, e);
+          part[v] = U::add(part[v], e);
+        }
+      for (int v = 0; v < NB; ++v) {
+        const reg term = U::sub(part[v], comp[v]);
+        const reg t = U::add(s[v], term);
+        comp[v] = U::sub(U::sub(t, s[v]), term);
+        s[v] = t;
+      }
     }
+  };
+  if (fits)
+    exp_pass([&](int v, reg xv) { return vexp_shifted<U>(xv, m[v], floor[v]); });
+  else
+    exp_pass([&](int v, reg xv) { return vexp_diff<U>(xv, shift[v]); });
   // s == 0 only for an all -inf column, whose weights stay 0 (NaN s stays NaN).
-  const reg one = U::set1(1.0f);
   reg denom[NB], inv[NB];
   for (int v = 0; v < NB; ++v) {
     denom[v] = U::lt_select(s[v], U::set1(std::numeric_limits<float>::min()), one, s[v]);
