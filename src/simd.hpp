@@ -47,9 +47,11 @@ struct ScalarVec {
   static reg nan_select(reg probe, reg if_nan, reg other) {
     return probe != probe ? if_nan : other;
   }
-  // 2^n for an integral n in [-126, 127].
+  // 2^n for an integral n in [-126, 127]; NaN for a NaN n (vexp lets NaN
+  // flow through here; converting it to an integer would be undefined).
   static reg pow2i(reg n) {
-    const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
+    if (n != n) return n;
+    const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) * (1 << 23);
     float out;
     std::memcpy(&out, &bits, sizeof out);
     return out;
