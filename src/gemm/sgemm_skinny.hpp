@@ -230,9 +230,7 @@ void skinny_columns(std::int64_t n, std::int64_t k, const float *a, std::int64_t
                     std::int64_t ldc, int threads, float *sums) {
   constexpr std::int64_t kGrain = kSkinnyGrain;
   const std::int64_t chunks = (n + kGrain - 1) / kGrain;
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    const int t = omp_thread_id(), nt = omp_team_size();
+  const auto columns_of = [&](int t, int nt) {
     const std::int64_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
     const std::int64_t j0 = c0 * kGrain, j1 = c1 * kGrain < n ? c1 * kGrain : n;
     float *const part = sums + M * (j0 + kGrain * t);
@@ -242,7 +240,10 @@ void skinny_columns(std::int64_t n, std::int64_t k, const float *a, std::int64_t
       else
         skinny_n_range<V, M>(j0, j1, k, a, lda, b, ldb, alpha, beta, c, ldc, part);
     }
-  }
+  };
+  if (threads <= 1) return columns_of(0, 1); // no OpenMP team of one
+#pragma omp parallel num_threads(threads)
+  columns_of(omp_thread_id(), omp_team_size());
 }
 
 // ------------------------------------------------------------------ driver

@@ -263,22 +263,20 @@ void softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
   const std::int64_t vec_end = (wide * kWide + single) * W;
   const std::int64_t blocks = wide + single + (vec_end < inner ? 1 : 0);
   threads = threads_for_work(threads, static_cast<double>(outer) * axis_len * inner, 1 << 12);
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (threads > 1)
-  for (std::int64_t o = 0; o < outer; ++o) {
-    for (std::int64_t b = 0; b < blocks; ++b) {
-      const std::int64_t base = o * axis_len * inner;
-      if (b < wide) {
-        const std::int64_t off = base + b * kWide * W;
-        softmax_axis_block<V, kWide>(x + off, y + off, axis_len, inner);
-      } else if (b < wide + single) {
-        const std::int64_t off = base + wide * kWide * W + (b - wide) * W;
-        softmax_axis_block<V, 1>(x + off, y + off, axis_len, inner);
-      } else {
-        for (std::int64_t i = base + vec_end; i < base + inner; ++i)
-          softmax_axis_block<ScalarVec, 1>(x + i, y + i, axis_len, inner);
-      }
+  parallel_for_static(threads, outer * blocks, [&](std::int64_t ob) {
+    const std::int64_t o = ob / blocks, b = ob % blocks;
+    const std::int64_t base = o * axis_len * inner;
+    if (b < wide) {
+      const std::int64_t off = base + b * kWide * W;
+      softmax_axis_block<V, kWide>(x + off, y + off, axis_len, inner);
+    } else if (b < wide + single) {
+      const std::int64_t off = base + wide * kWide * W + (b - wide) * W;
+      softmax_axis_block<V, 1>(x + off, y + off, axis_len, inner);
+    } else {
+      for (std::int64_t i = base + vec_end; i < base + inner; ++i)
+        softmax_axis_block<ScalarVec, 1>(x + i, y + i, axis_len, inner);
     }
-  }
+  });
 }
 
 } // namespace AK_ISA_NS
