@@ -8,6 +8,8 @@
 #include "../sgemm_ukernel.hpp"
 
 namespace ak::avx512 {
+struct GemmBlocksWide;
+
 // 12 x 32 tile: 24 of the 32 zmm registers accumulate, 2 hold B, 1 A.
 // KC 256: a 12 x 256 A sliver (12 KiB) stays in L1 while B slivers stream
 // past; B chunks of 128 KiB (4 slivers) and the MC 192 x 256 A block
@@ -20,6 +22,23 @@ struct GemmBlocks {
   static constexpr std::int64_t skinny_m = 8;
   static constexpr std::int64_t b_chunk_bytes = 128 * 1024;
   static constexpr std::int64_t kc_narrow = 512, narrow_slivers = 4;
+  using wide_tile = GemmBlocksWide; // the tile for 32 < n <= 64, below
+};
+
+// 6 x 64 tile for products 33 to 64 columns wide (P.V with d = 64): the whole
+// width in one sliver, so each element of A is loaded once instead of once
+// per 32-wide sliver, and six rows of A read in place (a row stride of 4 KiB
+// puts them in one L1 set) stay within its ways. 24 zmm registers
+// accumulate, 4 hold B, 1 A. KC 512: the 6 x 512 A rows (12 KiB) in L1, the
+// 512 x 64 B panel (128 KiB) in L2.
+struct GemmBlocksWide {
+  static constexpr int width = 16, mr = 6, nv = 4;
+  static constexpr std::int64_t mc = 192, kc = 512, nc = 64;
+  static constexpr std::int64_t direct_a_max_slivers = 16;
+  static constexpr std::int64_t skinny_m = 8;
+  static constexpr std::int64_t b_chunk_bytes = 128 * 1024;
+  static constexpr std::int64_t kc_narrow = 512, narrow_slivers = 1;
+  using wide_tile = void;
 };
 static_assert(GemmBlocks::mr == 12 && GemmBlocks::nv * GemmBlocks::width == 32,
               "the file name states the tile shape");

@@ -15,6 +15,7 @@ struct GemmBlocks {
   static constexpr std::int64_t skinny_m = 8;
   static constexpr std::int64_t b_chunk_bytes = 128 * 1024;
   static constexpr std::int64_t kc_narrow = kc, narrow_slivers = 4;
+  using wide_tile = void; // no second tile
 };
 static_assert(GemmBlocks::mr == 4 && GemmBlocks::nv * GemmBlocks::width == 4,
               "the file name states the tile shape");
