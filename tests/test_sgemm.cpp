@@ -236,6 +236,11 @@ TEST_P(Sgemm, BlockEdges) {
     check_gemm({false, true, m, 37, 41, 1.0f, 0.0f, 0, 0, 0}, seed++);
   for (std::int64_t n : {4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65})
     check_gemm({true, false, 29, n, 43, -1.0f, 1.0f, 2, 2, 2}, seed++);
+  // Widths on either side of AVX-512's second tile (6 x 64 for 33-64 and
+  // 97-128 columns), with two k blocks and both layouts of A.
+  for (std::int64_t n : {32, 33, 64, 65, 96, 97, 100, 128, 129})
+    for (bool ta : {false, true})
+      check_gemm({ta, false, 29, n, 600, 1.0f, 0.5f, 1, 0, 2}, seed++);
   // Row-major A with a row stride of a multiple of 4 KiB (packed, not read in
   // place, once n spans 3 slivers) next to strides just off it.
   for (std::int64_t pad_a : {0, 1})

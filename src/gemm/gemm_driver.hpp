@@ -97,15 +97,17 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   }
   static_assert(Cfg::skinny_m <= 8, "the skinny kernels are instantiated for m <= 8");
   if (g.m <= Cfg::skinny_m) return sgemm_skinny<V>(g, threads);
-  // A second, wider tile where the instruction set has one for this width.
-  // Not for small products on a team: those split C by 32-wide slivers
-  // across threads without a barrier (own_columns below), which one 64-wide
-  // sliver cannot (2 threads, 64^3: 135 -> 100 GFLOP/s). Either tile gives
-  // the same sum order per element (one fused chain along k in KC blocks of
-  // the same depth), so the choice never changes results.
+  // A second, wider tile where the instruction set has one, for widths it
+  // covers with no more padding than the main tile (up to two of its
+  // slivers: P.V with d = 64 or 128, where A is then loaded once or twice
+  // instead of two or four times). Not for small products on a team: those split C by 32-wide
+  // slivers across threads without a barrier (own_columns below), which one 64-wide sliver cannot
+  // (2 threads, 64^3: 135 -> 100 GFLOP/s). Either tile gives the same sum order per element (one
+  // fused chain along k in KC blocks of the same depth), so the choice never changes results.
   if constexpr (!std::is_void_v<typename Cfg::wide_tile>) {
     using Wide = typename Cfg::wide_tile;
-    if (g.n > NR && g.n <= Wide::nv * Wide::width &&
+    constexpr std::int64_t WR = Wide::nv * Wide::width;
+    if (g.n > NR && g.n <= 2 * WR && round_up(g.n, WR) == round_up(g.n, NR) &&
         (threads <= 1 || 2.0 * g.m * g.n * g.k >= 64.0e6))
       return sgemm_one<V, Wide>(g, threads);
   }

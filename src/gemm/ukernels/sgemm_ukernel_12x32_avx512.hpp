@@ -22,22 +22,25 @@ struct GemmBlocks {
   static constexpr std::int64_t skinny_m = 8;
   static constexpr std::int64_t b_chunk_bytes = 128 * 1024;
   static constexpr std::int64_t kc_narrow = 512, narrow_slivers = 4;
-  using wide_tile = GemmBlocksWide; // the tile for 32 < n <= 64, below
+  using wide_tile = GemmBlocksWide; // the tile for n = 33-64 and 97-128, below
 };
 
-// 6 x 64 tile for products 33 to 64 columns wide (P.V with d = 64): the whole
-// width in one sliver, so each element of A is loaded once instead of once
-// per 32-wide sliver, and six rows of A read in place (a row stride of 4 KiB
-// puts them in one L1 set) stay within its ways. 24 zmm registers
-// accumulate, 4 hold B, 1 A. KC 512: the 6 x 512 A rows (12 KiB) in L1, the
-// 512 x 64 B panel (128 KiB) in L2.
+// 6 x 64 tile for products 33-64 and 97-128 columns wide (P.V with d = 64
+// and 128): one or two slivers, so each element of A is loaded once or twice
+// instead of two or four times, and six rows of A read in place (a row
+// stride of 4 KiB puts them in one L1 set) stay within its ways. 24 zmm
+// registers accumulate, 4 hold B, 1 A. KC 512: the 6 x 512 A rows (12 KiB)
+// in L1, a 512 x 64 B sliver (128 KiB) in L2. Measured against the 12 x 32
+// tile (1 thread, GFLOP/s): 1024x64x1024 75-81 -> 102-107, 4096x64x4096
+// 72-77 -> 88, 1024x128x1024 95 -> 105, 4096x128x4096 86 -> 95; 96 wide
+// lost (95 -> 80), hence the padding rule in sgemm_one.
 struct GemmBlocksWide {
   static constexpr int width = 16, mr = 6, nv = 4;
-  static constexpr std::int64_t mc = 192, kc = 512, nc = 64;
+  static constexpr std::int64_t mc = 192, kc = 512, nc = 4096;
   static constexpr std::int64_t direct_a_max_slivers = 16;
   static constexpr std::int64_t skinny_m = 8;
   static constexpr std::int64_t b_chunk_bytes = 128 * 1024;
-  static constexpr std::int64_t kc_narrow = 512, narrow_slivers = 1;
+  static constexpr std::int64_t kc_narrow = 512, narrow_slivers = 2;
   using wide_tile = void;
 };
 static_assert(GemmBlocks::mr == 12 && GemmBlocks::nv * GemmBlocks::width == 32,
