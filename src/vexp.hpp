@@ -9,8 +9,8 @@
 //
 // Range and error: at most 1.01 ulp from double exp over [-87.3, 88.7], on
 // every float of that range and every x86 instruction set (tests/test_exp.cpp
-// with AK_EXP_EXHAUSTIVE=1; CI checks every 128th float against 2 ulp); 0 for x < -104 and for
-// -inf; +inf for x > 88.73 and +inf; NaN for NaN.
+// with AK_EXP_EXHAUSTIVE=1; CI checks every 128th float against 2 ulp); 0
+// for x < -104 and for -inf; +inf for x > 88.73 and +inf; NaN for NaN.
 #pragma once
 
 #include "simd.hpp"
@@ -61,14 +61,16 @@ template <class V> inline typename V::reg vexp_reduced(typename V::reg x, typena
 // return their second operand when either is NaN, on every instruction set
 // here); below -104 the scaled result rounds to 0, above 88.75 to +inf. lo
 // is NaN where x is infinite (see vexp_diff), so it is dropped there.
+template <class V> inline typename V::reg vexp_clamp(typename V::reg x) {
+  return V::min(V::set1(88.75f), V::max(V::set1(-104.0f), x));
+}
+
 template <class V> inline typename V::reg vexp_corrected(typename V::reg x, typename V::reg lo) {
-  using reg = typename V::reg;
-  const reg xc = V::min(V::set1(88.75f), V::max(V::set1(-104.0f), x));
-  return vexp_reduced<V>(xc, V::nan_select(lo, V::zero(), lo));
+  return vexp_reduced<V>(vexp_clamp<V>(x), V::nan_select(lo, V::zero(), lo));
 }
 
 template <class V> inline typename V::reg vexp(typename V::reg x) {
-  return vexp_reduced<V>(V::min(V::set1(88.75f), V::max(V::set1(-104.0f), x)), V::zero());
+  return vexp_reduced<V>(vexp_clamp<V>(x), V::zero());
 }
 
 // a - b and its exact rounding error (TwoSum: exact for any two finite floats).

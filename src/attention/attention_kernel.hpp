@@ -99,17 +99,22 @@ struct RowState {
   float *m, *l, *acc;
 };
 
-template <class V> inline bool has_non_finite(const float *x, std::int64_t n) {
-  using reg = typename V::reg;
-  constexpr int W = V::width;
-  reg probe = V::zero();
-  std::int64_t j = 0;
-  for (; j + W <= n; j += W) { // x - x is NaN exactly for inf and NaN
-    const reg v = V::loadu(x + j);
+// probe + sum of (x - x) over x[0, n) for n a multiple of the width: x - x
+// is NaN exactly for inf and NaN, so the probe turns NaN once any is seen.
+template <class V>
+inline typename V::reg add_non_finite_probe(typename V::reg probe, const float *x, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; j += V::width) {
+    const typename V::reg v = V::loadu(x + j);
     probe = V::add(probe, V::sub(v, v));
   }
+  return probe;
+}
+
+template <class V> inline bool has_non_finite(const float *x, std::int64_t n) {
+  const std::int64_t j = n / V::width * V::width;
+  const typename V::reg probe = add_non_finite_probe<V>(V::zero(), x, j);
   float tail = 0.0f;
-  for (; j < n; ++j) tail += x[j] - x[j];
+  for (std::int64_t i = j; i < n; ++i) tail += x[i] - x[i];
   const float s = V::reduce_add(probe) + tail;
   return s != s;
 }
@@ -294,13 +299,10 @@ private:
     for (std::int64_t r = 0; r < rows_; ++r) softmax_update(r, j0, bk);
     // The first pass over the V block (it then stays in L2 for P V).
     const std::int64_t vs = a_.v_strides[2];
-    reg probe = V::zero(); // v - v is NaN exactly for inf and NaN; dv % W == 0 here
+    reg probe = V::zero(); // one reduction for the block (dv % W == 0 here)
     for (std::int64_t j = 0; j < bk; ++j) {
       prefetch_rows(vb, vs, j + kPrefetchKeys, 1, a_.dv);
-      for (std::int64_t d = 0; d < a_.dv; d += W) {
-        const reg v = V::loadu(vb + j * vs + d);
-        probe = V::add(probe, V::sub(v, v));
-      }
+      probe = add_non_finite_probe<V>(probe, vb + j * vs, a_.dv);
     }
     const float poison = V::reduce_add(probe);
     if (poison != poison) {

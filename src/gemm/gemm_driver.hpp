@@ -100,10 +100,12 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   // A second, wider tile where the instruction set has one, for widths it
   // covers with no more padding than the main tile (up to two of its
   // slivers: P.V with d = 64 or 128, where A is then loaded once or twice
-  // instead of two or four times). Not for small products on a team: those split C by 32-wide
-  // slivers across threads without a barrier (own_columns below), which one 64-wide sliver cannot
-  // (2 threads, 64^3: 135 -> 100 GFLOP/s). Either tile gives the same sum order per element (one
-  // fused chain along k in KC blocks of the same depth), so the choice never changes results.
+  // instead of two or four times). Not for small products on a team: those
+  // split C by 32-wide slivers across threads without a barrier
+  // (own_columns below), which one 64-wide sliver cannot (2 threads, 64^3:
+  // 135 -> 100 GFLOP/s). Either tile gives the same sum order per element
+  // (one fused chain along k in KC blocks of the same depth), so the choice
+  // never changes results.
   if constexpr (!std::is_void_v<typename Cfg::wide_tile>) {
     using Wide = typename Cfg::wide_tile;
     constexpr std::int64_t WR = Wide::nv * Wide::width;
@@ -121,9 +123,9 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   // or more slivers: then every row of the sliver falls in the same L1 sets
   // and the in-place reads conflict (P.V, 4096 x 128 x 4096: 80 -> 87
   // GFLOP/s packed; with 2 slivers, 4096 x 64, packing loses 83 -> 72).
-  const std::int64_t slivers = ceil_div(g.n, NR);
-  const bool aliasing_rows = rs_a % 1024 == 0 && slivers > 2;
-  const bool direct_a = cs_a == 1 && slivers <= Cfg::direct_a_max_slivers && !aliasing_rows;
+  const std::int64_t slivers_total = ceil_div(g.n, NR);
+  const bool aliasing_rows = rs_a % 1024 == 0 && slivers_total > 2;
+  const bool direct_a = cs_a == 1 && slivers_total <= Cfg::direct_a_max_slivers && !aliasing_rows;
 
   const std::int64_t b_floats = plan.kc * plan.nc;
   const std::int64_t a_floats = direct_a ? 0 : plan.kc * plan.mc; // one A block per thread
@@ -176,7 +178,6 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   // each thread packs and computes its own columns of C, all rows, with no
   // barrier in between. (Rows shared out instead would need the packed
   // panel complete first: a barrier that costs as much as a 64^3 product.)
-  const std::int64_t slivers_total = ceil_div(g.n, NR);
   const bool own_columns = plan.threads > 1 && g.k <= plan.kc && g.n <= plan.nc &&
                            slivers_total >= plan.threads && 2.0 * g.m * g.n * g.k <= 6.4e7;
 

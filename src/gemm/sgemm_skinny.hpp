@@ -228,12 +228,11 @@ template <class V, int M, bool BAlongK>
 void skinny_columns(std::int64_t n, std::int64_t k, const float *a, std::int64_t lda,
                     const float *b, std::int64_t ldb, float alpha, float beta, float *c,
                     std::int64_t ldc, int threads, float *sums) {
-  constexpr std::int64_t kGrain = kSkinnyGrain;
-  const std::int64_t chunks = (n + kGrain - 1) / kGrain;
+  const std::int64_t chunks = (n + kSkinnyGrain - 1) / kSkinnyGrain;
   const auto columns_of = [&](int t, int nt) {
     const std::int64_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
-    const std::int64_t j0 = c0 * kGrain, j1 = c1 * kGrain < n ? c1 * kGrain : n;
-    float *const part = sums + M * (j0 + kGrain * t);
+    const std::int64_t j0 = c0 * kSkinnyGrain, j1 = c1 * kSkinnyGrain < n ? c1 * kSkinnyGrain : n;
+    float *const part = sums + M * (j0 + kSkinnyGrain * t);
     if (j0 < j1) {
       if (BAlongK)
         skinny_k_range<V, M>(j0, j1, k, a, lda, b, ldb, alpha, beta, c, ldc, part);

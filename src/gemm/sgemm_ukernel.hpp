@@ -17,6 +17,17 @@
 namespace ak {
 namespace AK_ISA_NS {
 
+// The block-table entries every instruction set shares; each tile's table
+// (src/gemm/ukernels/) derives from this and states its shape and sizes:
+// width, mr, nv, mc, kc, nc and kc_narrow.
+struct GemmBlocksDefaults {
+  static constexpr std::int64_t direct_a_max_slivers = 16;  // A read in place up to n = 16 NR
+  static constexpr std::int64_t skinny_m = 8;               // m <= 8: the streaming path
+  static constexpr std::int64_t b_chunk_bytes = 128 * 1024; // B slivers per pass over A (L2)
+  static constexpr std::int64_t narrow_slivers = 4;         // n <= 4 NR takes kc_narrow
+  using wide_tile = void;                                   // no second tile
+};
+
 template <class V, int R, int NV, int AStep = R>
 inline void sgemm_ukernel(std::int64_t kc, const float *__restrict ap, const float *__restrict bp,
                           float alpha, float beta, float *__restrict c, std::int64_t ldc,

@@ -256,7 +256,8 @@ void softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
   }
   // Columns in blocks of kWide vectors (a few cache lines of every row per
   // pass, instead of one), then single vectors, then one lane at a time.
-  // Each lane's arithmetic is the same in every kind of block.
+  // Every kind of block does the same per-lane arithmetic; which exp it
+  // uses depends on the maxima of the whole block (softmax_axis_block).
   constexpr int W = V::width, kWide = 4;
   const std::int64_t wide = inner / (kWide * W);
   const std::int64_t single = (inner - wide * kWide * W) / W;

@@ -15,13 +15,10 @@ struct GemmBlocksWide;
 // past; B chunks of 128 KiB (4 slivers) and the MC 192 x 256 A block
 // (192 KiB) share L2; NC: a 256 x 4096 B panel (4 MiB) in L3. A is read in
 // place when n <= 16 slivers (512); m <= 8 takes the skinny path.
-struct GemmBlocks {
+struct GemmBlocks : GemmBlocksDefaults {
   static constexpr int width = 16, mr = 12, nv = 2;
   static constexpr std::int64_t mc = 192, kc = 256, nc = 4096;
-  static constexpr std::int64_t direct_a_max_slivers = 16;
-  static constexpr std::int64_t skinny_m = 8;
-  static constexpr std::int64_t b_chunk_bytes = 128 * 1024;
-  static constexpr std::int64_t kc_narrow = 512, narrow_slivers = 4;
+  static constexpr std::int64_t kc_narrow = 512;
   using wide_tile = GemmBlocksWide; // the tile for n = 33-64 and 97-128, below
 };
 
@@ -32,17 +29,15 @@ struct GemmBlocks {
 // registers accumulate, 4 hold B, 1 A. KC 512: the 6 x 512 A rows (12 KiB)
 // in L1, a 512 x 64 B sliver (128 KiB) in L2. Measured against the 12 x 32
 // tile (1 thread, GFLOP/s): 1024x64x1024 75-81 -> 102-107, 4096x64x4096
-// 72-77 -> 88, 1024x128x1024 95 -> 105, 4096x128x4096 86 -> 95; 96 wide
+// 72-77 -> 88, 1024x128x1024 94 -> 106, 4096x128x4096 83 -> 91; 96 wide
 // lost (95 -> 80), hence the padding rule in sgemm_one.
-struct GemmBlocksWide {
+struct GemmBlocksWide : GemmBlocksDefaults {
   static constexpr int width = 16, mr = 6, nv = 4;
   static constexpr std::int64_t mc = 192, kc = 512, nc = 4096;
-  static constexpr std::int64_t direct_a_max_slivers = 16;
-  static constexpr std::int64_t skinny_m = 8;
-  static constexpr std::int64_t b_chunk_bytes = 128 * 1024;
   static constexpr std::int64_t kc_narrow = 512, narrow_slivers = 2;
-  using wide_tile = void;
 };
 static_assert(GemmBlocks::mr == 12 && GemmBlocks::nv * GemmBlocks::width == 32,
               "the file name states the tile shape");
+static_assert(GemmBlocksWide::mr == 6 && GemmBlocksWide::nv * GemmBlocksWide::width == 64,
+              "the comment states the second tile's shape");
 } // namespace ak::avx512

@@ -8,14 +8,10 @@
 #include "../sgemm_ukernel.hpp"
 
 namespace ak::scalar {
-struct GemmBlocks {
+struct GemmBlocks : GemmBlocksDefaults {
   static constexpr int width = 1, mr = 4, nv = 4;
   static constexpr std::int64_t mc = 128, kc = 256, nc = 4096;
-  static constexpr std::int64_t direct_a_max_slivers = 16;
-  static constexpr std::int64_t skinny_m = 8;
-  static constexpr std::int64_t b_chunk_bytes = 128 * 1024;
-  static constexpr std::int64_t kc_narrow = kc, narrow_slivers = 4;
-  using wide_tile = void; // no second tile
+  static constexpr std::int64_t kc_narrow = kc;
 };
 static_assert(GemmBlocks::mr == 4 && GemmBlocks::nv * GemmBlocks::width == 4,
               "the file name states the tile shape");

@@ -9,14 +9,10 @@
 
 namespace ak::avx2 {
 // 6 x 16 tile: 12 of the 16 ymm registers accumulate, 2 hold B, 1 A.
-struct GemmBlocks {
+struct GemmBlocks : GemmBlocksDefaults {
   static constexpr int width = 8, mr = 6, nv = 2;
   static constexpr std::int64_t mc = 144, kc = 256, nc = 4096;
-  static constexpr std::int64_t direct_a_max_slivers = 16;
-  static constexpr std::int64_t skinny_m = 8;
-  static constexpr std::int64_t b_chunk_bytes = 128 * 1024;
-  static constexpr std::int64_t kc_narrow = kc, narrow_slivers = 4;
-  using wide_tile = void; // no second tile
+  static constexpr std::int64_t kc_narrow = kc;
 };
 static_assert(GemmBlocks::mr == 6 && GemmBlocks::nv * GemmBlocks::width == 16,
               "the file name states the tile shape");

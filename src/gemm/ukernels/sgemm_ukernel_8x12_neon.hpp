@@ -9,14 +9,10 @@
 
 namespace ak::neon {
 // 8 x 12 tile: 24 of the 32 q registers accumulate, 3 hold B, 1 A.
-struct GemmBlocks {
+struct GemmBlocks : GemmBlocksDefaults {
   static constexpr int width = 4, mr = 8, nv = 3;
   static constexpr std::int64_t mc = 128, kc = 256, nc = 4092;
-  static constexpr std::int64_t direct_a_max_slivers = 16;
-  static constexpr std::int64_t skinny_m = 8;
-  static constexpr std::int64_t b_chunk_bytes = 128 * 1024;
-  static constexpr std::int64_t kc_narrow = kc, narrow_slivers = 4;
-  using wide_tile = void; // no second tile
+  static constexpr std::int64_t kc_narrow = kc;
 };
 static_assert(GemmBlocks::mr == 8 && GemmBlocks::nv * GemmBlocks::width == 12,
               "the file name states the tile shape");
