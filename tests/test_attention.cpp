@@ -1113,7 +1113,7 @@ TEST_P(AttentionSemantics, PoisonedKeysUnderNegativeInfinityBias) {
     expect_poison_harmless(p, {{0, 0, 3}}, false);
   }
   // Decode-sized items (at most 8 rows, head_dim a multiple of every vector
-  // width): the path that reads K and V in place, one 128-key block at a time.
+  // width): the path that reads K and V in place, a block of keys at a time.
   { // keys hidden from every query, inside blocks that other keys fill
     Shape s;
     s.heads = 4;

@@ -62,6 +62,11 @@ template <class Cfg> struct AttentionPlan {
   static constexpr std::int64_t kBk = (128 + NR - 1) / NR * NR; // keys per block
   static constexpr std::int64_t kKvChunk = 1024;                // keys per split chunk
   static constexpr std::int64_t kSplitMaxQ = 16; // split keys only for q blocks this short
+  // Items of at most kDirectRows rows read K and V in place (see
+  // AttentionItem::run), kDirectBk keys at a time.
+  static constexpr std::int64_t kDirectRows = 8;
+  static constexpr std::int64_t kDirectBk = 256;
+  static_assert(kDirectRows <= kBk, "direct items save their accumulator in the V block");
   static_assert(kRows <= kMaxRows, "row arrays are sized for kMaxRows");
 
   std::int64_t group, bq, heads_per_item, n_hc, n_qb, n_chunks, chunk;
@@ -83,12 +88,13 @@ template <class Cfg> struct AttentionPlan {
     items = a.batch * a.kv_heads * n_hc * n_qb * n_chunks;
   }
   bool split() const { return n_chunks > 1; }
+  std::int64_t scores_floats() const { return max64(rows_pad * bk_pad, kDirectRows * kDirectBk); }
   // Floats of per-thread scratch.
   std::int64_t scratch_floats(const AttentionArgs &a) const {
     return rows_pad * a.dk      // packed scaled Q
            + a.dk * bk_pad      // packed K block
            + kBk * dv_pad       // packed V block
-           + rows_pad * bk_pad  // scores / weights
+           + scores_floats()    // scores / weights
            + rows_pad * dv_pad  // output accumulator
            + 2 * rows_pad + 64; // m, l
   }
@@ -123,7 +129,7 @@ template <class V, class Cfg> class AttentionItem {
   using Plan = AttentionPlan<Cfg>;
   using reg = typename V::reg;
   static constexpr int MR = Cfg::mr, NV = Cfg::nv, W = V::width, NR = NV * W;
-  static constexpr std::int64_t kDirectRows = 8;
+  static constexpr std::int64_t kDirectRows = Plan::kDirectRows;
 
 public:
   AttentionItem(const AttentionArgs &a, const Plan &p, float *scratch) : a_(a), p_(p) {
@@ -131,7 +137,7 @@ public:
     qpack_ = s, s += p.rows_pad * a.dk;
     kpack_ = s, s += a.dk * p.bk_pad;
     vpack_ = s, s += Plan::kBk * p.dv_pad;
-    scores_ = s, s += p.rows_pad * p.bk_pad;
+    scores_ = s, s += p.scores_floats();
     st_.acc = s, s += p.rows_pad * p.dv_pad;
     st_.m = s, s += p.rows_pad;
     st_.l = s;
@@ -146,13 +152,14 @@ public:
     // traffic. Instead the rows take GEMV-like kernels that read K and V
     // where they lie, once per block. A function of the shape alone.
     direct_ = rows_ <= kDirectRows && a_.dv % W == 0;
+    sld_ = direct_ ? Plan::kDirectBk : p_.bk_pad;
     pack_q();
     const float ninf = -std::numeric_limits<float>::infinity();
     for (std::int64_t r = 0; r < p_.rows_pad; ++r) st_.m[r] = ninf, st_.l[r] = 0.0f;
     for (std::int64_t x = 0; x < p_.rows_pad * p_.dv_pad; ++x) st_.acc[x] = 0.0f;
     if (a_.probs) fill_probs(ninf);
-    for (std::int64_t j0 = u_lo_; j0 < u_hi_; j0 += Plan::kBk)
-      key_block(j0, min64(j0 + Plan::kBk, u_hi_));
+    const std::int64_t block = direct_ ? Plan::kDirectBk : Plan::kBk;
+    for (std::int64_t j0 = u_lo_; j0 < u_hi_; j0 += block) key_block(j0, min64(j0 + block, u_hi_));
     if (p_.split())
       write_partials(partial);
     else
@@ -287,41 +294,50 @@ private:
     }
   }
 
-  // key_block for direct_ items: the same steps with K and V read in place.
+  // key_block for direct_ items: the same steps with K and V read in place,
+  // each once, in blocks of kDirectBk keys. Memory runs a pass ahead of the
+  // arithmetic: the K pass requests the block's V rows, the P V pass the
+  // next block's K rows. (Blocks of 128 keys measured ~7 % slower, 512 and
+  // 1024 ~5 % and ~30 %; one K pass and one V pass over the whole chunk,
+  // each prefetching only its own rows ahead, streamed at ~12 GB/s.)
   void key_block_direct(std::int64_t j0, std::int64_t j1) {
     const std::int64_t bk = j1 - j0;
-    j0_ = j0;
     const float *kb = a_.k + b_ * a_.k_strides[0] + kvh_ * a_.k_strides[1] + j0 * a_.k_strides[2];
     const float *vb = a_.v + b_ * a_.v_strides[0] + kvh_ * a_.v_strides[1] + j0 * a_.v_strides[2];
     for (std::int64_t r = 0; r < rows_; ++r)
-      for (std::int64_t j = 0; j < bk; ++j) scores_[r * p_.bk_pad + j] = 0.0f;
-    rows_dispatch<1>(rows_, [&](auto m) { direct_scores<decltype(m)::value>(bk, kb); });
+      for (std::int64_t j = 0; j < bk; ++j) scores_[r * sld_ + j] = 0.0f;
+    const bool first = j0 == u_lo_;
+    rows_dispatch<1>(rows_, [&](auto m) { direct_scores<decltype(m)::value>(bk, kb, vb, first); });
     for (std::int64_t r = 0; r < rows_; ++r) softmax_update(r, j0, bk);
-    // The first pass over the V block (it then stays in L2 for P V).
-    const std::int64_t vs = a_.v_strides[2];
-    reg probe = V::zero(); // one reduction for the block (dv % W == 0 here)
-    for (std::int64_t j = 0; j < bk; ++j) {
-      prefetch_rows(vb, vs, j + kPrefetchKeys, 1, a_.dv);
-      probe = add_non_finite_probe<V>(probe, vb + j * vs, a_.dv);
-    }
-    const float poison = V::reduce_add(probe);
-    if (poison != poison) {
+    // Inf/NaN in V shows as Inf/NaN in the accumulator (a zero weight times
+    // Inf is NaN): only then is the block redone from a copy of the
+    // accumulator, weighing just the keys the rows see (exact_pv). A finite
+    // V whose sum overflows takes that path too, to the same result.
+    float *const saved = vpack_; // unused by direct items
+    const std::int64_t acc_floats = rows_ * p_.dv_pad;
+    for (std::int64_t x = 0; x < acc_floats; ++x) saved[x] = st_.acc[x];
+    const std::int64_t next = min64(u_hi_ - j1, Plan::kDirectBk); // keys of the next block
+    rows_dispatch<1>(rows_, [&](auto m) {
+      direct_pv<decltype(m)::value>(bk, vb, kb + bk * a_.k_strides[2], next);
+    });
+    if (has_non_finite<V>(st_.acc, acc_floats)) {
+      for (std::int64_t x = 0; x < acc_floats; ++x) st_.acc[x] = saved[x];
       exact_pv(j0, bk);
-      return;
     }
-    rows_dispatch<1>(rows_, [&](auto m) { direct_pv<decltype(m)::value>(bk, vb); });
   }
 
-  // K and V rows stream from memory in short runs (one row per key), which
-  // hardware prefetchers pick up late: request this many keys ahead, up to
-  // the end of the keys this item reads. Into L2 (prefetcht2): prefetches
-  // into L1 hold the core's few L1 miss buffers and measured ~20% slower.
-  static constexpr std::int64_t kPrefetchKeys = 32;
-  void prefetch_rows(const float *block, std::int64_t stride, std::int64_t first, std::int64_t rows,
-                     std::int64_t len) const {
-    for (std::int64_t r = first; r < first + rows && j0_ + r < u_hi_; ++r)
-      for (std::int64_t x = 0; x < len; x += 16) __builtin_prefetch(block + r * stride + x, 0, 1);
+  // Software prefetch, into L2 (prefetcht2; into L1 the requests hold the
+  // core's few L1 miss buffers and measured ~20% slower).
+  static void prefetch_row(const float *row, std::int64_t len) {
+    for (std::int64_t x = 0; x < len; x += 16) __builtin_prefetch(row + x, 0, 1);
   }
+  // Rows [first, min(first + rows, end)) of a block at `base`.
+  static void prefetch_rows(const float *base, std::int64_t stride, std::int64_t len,
+                            std::int64_t first, std::int64_t rows, std::int64_t end) {
+    for (std::int64_t j = first; j < first + rows && j < end; ++j)
+      prefetch_row(base + j * stride, len);
+  }
+  static constexpr std::int64_t kKeysAhead = 32;
 
   template <int M, class F> static void rows_dispatch(std::int64_t rows, F &&f) {
     if constexpr (M <= kDirectRows) {
@@ -331,29 +347,47 @@ private:
   }
 
   // scores_[r][j] += (scale q_r) . k_j for j < bk, J keys at a time.
-  template <int M> void direct_scores(std::int64_t bk, const float *kb) {
+  // The block's K rows are also requested kKeysAhead rows ahead: the
+  // requests of the P V pass before did not all arrive (without these,
+  // 10-15 % slower).
+  template <int M>
+  void direct_scores(std::int64_t bk, const float *kb, const float *vb, bool first) {
     constexpr int J0 = skinny_acc_budget<V>() / M;
+    // At most 4 keys at once: 16 measured slower at M = 1.
     constexpr int J = J0 < 1 ? 1 : J0 > 4 ? 4 : J0;
-    const std::int64_t ks = a_.k_strides[2];
+    const std::int64_t ks = a_.k_strides[2], vs = a_.v_strides[2];
+    if (first) prefetch_rows(kb, ks, a_.dk, 0, kKeysAhead, bk);
     std::int64_t j = 0;
     for (; j + J <= bk; j += J) {
-      prefetch_rows(kb, ks, j + kPrefetchKeys, J, a_.dk);
-      skinny_k_tile<V, M, J>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, scores_ + j, p_.bk_pad);
+      prefetch_rows(kb, ks, a_.dk, j + kKeysAhead, J, bk);
+      prefetch_rows(vb, vs, a_.dv, j, J, bk);
+      skinny_k_tile<V, M, J>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, scores_ + j, sld_);
     }
-    for (; j < bk; ++j)
-      skinny_k_tile<V, M, 1>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, scores_ + j, p_.bk_pad);
+    for (; j < bk; ++j) {
+      prefetch_rows(vb, vs, a_.dv, j, 1, bk);
+      skinny_k_tile<V, M, 1>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, scores_ + j, sld_);
+    }
   }
 
-  // acc_r += sum_j w_rj v_j over the block, dv in strips of NVd vectors.
-  template <int M> void direct_pv(std::int64_t bk, const float *vb) {
+  // acc_r += sum_j w_rj v_j over the block, in runs of kPvKeys keys and,
+  // within a run, dv in strips of NVd vectors; the next block's K rows (kn,
+  // `next` of them) are requested alongside.
+  template <int M>
+  void direct_pv(std::int64_t bk, const float *vb, const float *kn, std::int64_t next) {
     constexpr int NV0 = skinny_acc_budget<V>() / M;
     constexpr int NVd = NV0 < 1 ? 1 : NV0 > 8 ? 8 : NV0;
-    const std::int64_t vs = a_.v_strides[2];
-    std::int64_t d = 0;
-    for (; d + NVd * W <= a_.dv; d += NVd * W)
-      skinny_n_tile<V, M, NVd>(0, bk, scores_, p_.bk_pad, vb + d, vs, st_.acc + d, p_.dv_pad);
-    for (; d < a_.dv; d += W)
-      skinny_n_tile<V, M, 1>(0, bk, scores_, p_.bk_pad, vb + d, vs, st_.acc + d, p_.dv_pad);
+    constexpr std::int64_t kPvKeys = 16;
+    const std::int64_t vs = a_.v_strides[2], ks = a_.k_strides[2];
+    for (std::int64_t j = 0; j < bk; j += kPvKeys) {
+      const std::int64_t je = min64(j + kPvKeys, bk);
+      prefetch_rows(kn, ks, a_.dk, j, je - j, next);
+      const float *w = scores_ + j, *vr = vb + j * vs;
+      std::int64_t d = 0;
+      for (; d + NVd * W <= a_.dv; d += NVd * W)
+        skinny_n_tile<V, M, NVd>(0, je - j, w, sld_, vr + d, vs, st_.acc + d, p_.dv_pad);
+      for (; d < a_.dv; d += W)
+        skinny_n_tile<V, M, 1>(0, je - j, w, sld_, vr + d, vs, st_.acc + d, p_.dv_pad);
+    }
   }
 
   // Masks row r's scores for keys [j0, j0 + bk), adds the bias, updates the
@@ -361,7 +395,7 @@ private:
   // exp(s - m) in the score row.
   void softmax_update(std::int64_t r, std::int64_t j0, std::int64_t bk) {
     const float ninf = -std::numeric_limits<float>::infinity();
-    float *s = scores_ + r * p_.bk_pad;
+    float *s = scores_ + r * sld_;
     const std::int64_t iq = r % nq_;
     const std::int64_t a = min64(max64(lo_[iq] - j0, 0), bk);
     const std::int64_t e = max64(min64(hi_[iq] - j0, bk), a);
@@ -432,7 +466,7 @@ private:
     const float *vb = a_.v + b_ * a_.v_strides[0] + kvh_ * a_.v_strides[1];
     for (std::int64_t r = 0; r < rows_; ++r) {
       if (!direct_ && !tile_active_[r / MR]) continue; // scores never formed
-      const float *w = scores_ + r * p_.bk_pad;
+      const float *w = scores_ + r * sld_;
       float *acc = st_.acc + r * p_.dv_pad;
       for (std::int64_t j = 0; j < bk; ++j) {
         if (w[j] == 0.0f) continue;
@@ -502,7 +536,7 @@ private:
   std::int64_t b_ = 0, kvh_ = 0, h0_ = 0, nh_ = 0, i0_ = 0, nq_ = 0, rows_ = 0, n_ = 0;
   std::int64_t chunk_ = 0, c0_ = 0, c1_ = 0, u_lo_ = 0, u_hi_ = 0;
   bool direct_ = false;
-  std::int64_t j0_ = 0; // first key of the block in progress (direct items)
+  std::int64_t sld_ = 0; // stride of the score rows
 };
 
 // Merges the key chunks of every row in chunk order (log-sum-exp).
