@@ -162,19 +162,27 @@ inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
       for (int i = 0; i < M; ++i) at[i][p - p_vec] = a[i * lda + p];
       for (int j = 0; j < J; ++j) bt[j][p - p_vec] = b[j * ldb + p];
     }
+    // Every loop over acc is unrolled in full: one that is not makes GCC
+    // keep the whole tile on the stack (a load and a store per FMA).
+#pragma GCC unroll 16
     for (int i = 0; i < M; ++i)
+#pragma GCC unroll 16
       for (int j = 0; j < J; ++j) acc[i][j] = V::fmadd(V::loadu(at[i]), V::loadu(bt[j]), acc[i][j]);
   }
   if constexpr (M * J == W) { // one vector of all the tile's sums
     reg flat[M * J];
+#pragma GCC unroll 16
     for (int i = 0; i < M; ++i)
+#pragma GCC unroll 16
       for (int j = 0; j < J; ++j) flat[i * J + j] = acc[i][j];
     alignas(64) float t[W];
     V::storeu(t, V::reduce_add_each(flat));
     for (int i = 0; i < M; ++i)
       for (int j = 0; j < J; ++j) sum[i * lds + j] += t[i * J + j];
   } else {
+#pragma GCC unroll 16
     for (int i = 0; i < M; ++i)
+#pragma GCC unroll 16
       for (int j = 0; j < J; ++j) sum[i * lds + j] += V::reduce_add(acc[i][j]);
   }
 }
