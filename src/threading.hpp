@@ -18,6 +18,7 @@ int threads_for_work(int threads, double work, double min_work);
 // thread a plain loop that never enters the OpenMP runtime (whose team of
 // one still costs around a microsecond a call: a tenth of a small softmax).
 template <class F> void parallel_for_static(int threads, std::int64_t n, F &&f) {
+  if (threads > n) threads = static_cast<int>(n); // no idle team members
   if (threads <= 1) {
     for (std::int64_t i = 0; i < n; ++i) f(i);
     return;

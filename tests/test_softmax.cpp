@@ -183,7 +183,9 @@ TEST_P(Softmax, AxisMatchesReference) {
   std::uint32_t seed = 500;
   for (std::int64_t outer : {1, 3})
     for (std::int64_t axis : {1, 2, 7, 100})
-      for (std::int64_t inner : {1, 2, 3, 15, 16, 17, 33}) {
+      // up to 33: single vectors and tails; 70, 129, 300: the 4- and
+      // 8-vector column blocks of every vector width, with tails
+      for (std::int64_t inner : {1, 2, 3, 15, 16, 17, 33, 70, 129, 300}) {
         for (bool in_place : {false, true}) {
           const std::size_t n = static_cast<std::size_t>(outer * axis * inner);
           std::vector<float> x = random_normal(n, seed++);
@@ -201,32 +203,37 @@ TEST_P(Softmax, AxisMatchesReference) {
 }
 
 // Special values along the axis stay in their column (one inner index).
+// inner = 21: narrow blocks and a tail; 300: wide column blocks (see
+// softmax_axis), where one special column changes its block's exp.
 TEST_P(Softmax, AxisSpecialValuesStayInTheirColumn) {
-  const std::int64_t outer = 2, axis = 9, inner = 21;
-  std::vector<float> x = random_normal(static_cast<std::size_t>(outer * axis * inner), 9);
-  for (std::int64_t a = 0; a < axis; ++a) x[a * inner + 4] = -kInf; // column 4: all -inf
-  x[3 * inner + 18] = kNaN;                                         // column 18: NaN
-  x[axis * inner + 5 * inner + 20] = kInf;                          // outer 1, column 20 (tail)
-  for (std::int64_t a = 0; a < axis; ++a) // outer 1, column 10: maxima past vexp_shifted's range
-    x[(axis + a) * inner + 10] = 70000.0f + static_cast<float>(a);
-  std::vector<float> y(x.size());
-  ASSERT_EQ(ak_softmax_axis(outer, axis, inner, x.data(), y.data()), AK_OK);
-  double denom = 0.0;
-  for (std::int64_t a = 0; a < axis; ++a) denom += std::exp(static_cast<double>(a - axis + 1));
-  for (std::int64_t a = 0; a < axis; ++a) {
-    const double want = std::exp(static_cast<double>(a - axis + 1)) / denom;
-    EXPECT_NEAR(y[static_cast<std::size_t>((axis + a) * inner + 10)], want, kSoftmaxRel * want);
+  for (const std::int64_t inner : {21, 300}) {
+    SCOPED_TRACE(inner);
+    const std::int64_t outer = 2, axis = 9;
+    std::vector<float> x = random_normal(static_cast<std::size_t>(outer * axis * inner), 9);
+    for (std::int64_t a = 0; a < axis; ++a) x[a * inner + 4] = -kInf; // column 4: all -inf
+    x[3 * inner + 18] = kNaN;                                         // column 18: NaN
+    x[axis * inner + 5 * inner + 20] = kInf;                          // outer 1, column 20
+    for (std::int64_t a = 0; a < axis; ++a) // outer 1, column 10: maxima past vexp_shifted's range
+      x[(axis + a) * inner + 10] = 70000.0f + static_cast<float>(a);
+    std::vector<float> y(x.size());
+    ASSERT_EQ(ak_softmax_axis(outer, axis, inner, x.data(), y.data()), AK_OK);
+    double denom = 0.0;
+    for (std::int64_t a = 0; a < axis; ++a) denom += std::exp(static_cast<double>(a - axis + 1));
+    for (std::int64_t a = 0; a < axis; ++a) {
+      const double want = std::exp(static_cast<double>(a - axis + 1)) / denom;
+      EXPECT_NEAR(y[static_cast<std::size_t>((axis + a) * inner + 10)], want, kSoftmaxRel * want);
+    }
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t a = 0; a < axis; ++a)
+        for (std::int64_t i = 0; i < inner; ++i) {
+          const float v = y[static_cast<std::size_t>((o * axis + a) * inner + i)];
+          const bool nan_col = (o == 0 && i == 18) || (o == 1 && i == 20);
+          if (o == 0 && i == 4)
+            EXPECT_EQ(v, 0.0f);
+          else
+            EXPECT_EQ(std::isnan(v), nan_col) << o << "," << a << "," << i;
+        }
   }
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t a = 0; a < axis; ++a)
-      for (std::int64_t i = 0; i < inner; ++i) {
-        const float v = y[static_cast<std::size_t>((o * axis + a) * inner + i)];
-        const bool nan_col = (o == 0 && i == 18) || (o == 1 && i == 20);
-        if (o == 0 && i == 4)
-          EXPECT_EQ(v, 0.0f);
-        else
-          EXPECT_EQ(std::isnan(v), nan_col) << o << "," << a << "," << i;
-      }
 }
 
 AK_INSTANTIATE_PER_ISA(Softmax);
