@@ -239,8 +239,7 @@ TEST_P(Sgemm, BlockEdges) {
   // Widths on either side of AVX-512's second tile (6 x 64 for 33-64 and
   // 97-128 columns), with two k blocks and both layouts of A.
   for (std::int64_t n : {32, 33, 64, 65, 96, 97, 100, 128, 129})
-    for (bool ta : {false, true})
-      check_gemm({ta, false, 29, n, 600, 1.0f, 0.5f, 1, 0, 2}, seed++);
+    for (bool ta : {false, true}) check_gemm({ta, false, 29, n, 600, 1.0f, 0.5f, 1, 0, 2}, seed++);
   // Row-major A with a row stride of a multiple of 4 KiB (packed, not read in
   // place, once n spans 3 slivers) next to strides just off it.
   for (std::int64_t pad_a : {0, 1})
@@ -567,6 +566,26 @@ TEST_P(SgemmSkinny, DeepK) {
   Sweep sweep(varied_skinny, 85000);
   for (std::int64_t m = 1; m <= m_max; ++m)
     for (int t = 0; t < 4; ++t) sweep.run(t & 1, t & 2, m, m % 2 ? 19 : 33, 4099);
+}
+
+// Like varied_skinny(), with A's leading dimension (when A is stored m x k)
+// a multiple of 1024 floats: rows 4 KiB apart, which the skinny path copies
+// to a padded block because they would all share one L1 set.
+GemmCase aliased_skinny(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                        unsigned i) {
+  GemmCase g = varied_skinny(ta, tb, m, n, k, i);
+  if (!ta) g.pad_a = (k + 1023) / 1024 * 1024 - k + (i % 2 ? 1024 : 0);
+  return g;
+}
+
+// Aliased row strides of A for every small m; k = 1024 also makes the copy's
+// own unpadded stride alias, k = 1000 does not.
+TEST_P(SgemmSkinny, AliasedRowStrides) {
+  const std::int64_t m_max = skinny_m_max();
+  Sweep sweep(aliased_skinny, 87000);
+  for (std::int64_t m = 1; m <= m_max; ++m)
+    for (int t = 0; t < 4; ++t)
+      for (const std::int64_t k : {1000, 1024}) sweep.run(t & 1, t & 2, m, m % 2 ? 37 : 64, k);
 }
 
 // Bit-identical results for 1 and 2 threads and for repeated calls (no

@@ -14,11 +14,13 @@
 //
 // Threads split the columns of C; every element's sum runs in the same order
 // whatever the thread count. A is copied to a contiguous m x k block first
-// when its rows are not contiguous (at most skinny_m * k floats).
+// (at most skinny_m * k floats) when its rows are not contiguous or when
+// their stride would put them all in one L1 set.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "../kernel_table.hpp"
 #include "../scratch.hpp"
@@ -136,6 +138,7 @@ inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
                           const float *b_next = nullptr) {
   using reg = typename V::reg;
   constexpr int W = V::width;
+  constexpr std::int64_t kAhead = 512;
   reg acc[M][J];
 #pragma GCC unroll 8
   for (int i = 0; i < M; ++i)
@@ -149,6 +152,13 @@ inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
     if (b_next && (p & 15) == 0) // a line of each next row per line consumed (prefetcht2)
 #pragma GCC unroll 8
       for (int j = 0; j < J; ++j) __builtin_prefetch(b_next + j * ldb + p, 0, 1);
+    // m >= 4 also asks for its own rows kAhead floats on: with the
+    // arithmetic of four or more A rows per B vector between requests,
+    // the next rows' prefetches alone leave the stream short
+    // (NT 4 x 4096 x 4096: 15 -> 20 GB/s, 8 x 4096 x 4096: 8.5 -> 14).
+    if (M >= 4 && (p & 15) == 0 && p + kAhead < p1)
+#pragma GCC unroll 8
+      for (int j = 0; j < J; ++j) __builtin_prefetch(b + j * ldb + p + kAhead, 0, 1);
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i) {
       const reg av = V::loadu(a + i * lda + p);
@@ -200,21 +210,18 @@ void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
   // At most 4 rows of B at once: more concurrent streams measured slower.
   constexpr int J = J0 < 1 ? 1 : J0 > 4 ? 4 : J0;
   constexpr std::int64_t kBlock = 4096;
-  // m <= 2: the next group's rows are prefetched as this group streams, so
-  // each group starts warm instead of training a new hardware stream (m = 1
-  // 17 -> 19 GB/s, m = 2 16 -> 20; for m >= 4, where A's slice comes from
-  // L2, the extra requests measured neutral to 15 % slower).
-  constexpr bool kPrefetch = M <= 2;
+  // The next group's rows are prefetched as this group streams, so each
+  // group starts warm instead of training a new hardware stream (m = 1
+  // 17 -> 19 GB/s, m = 2 16 -> 20, m = 4 and 8 see skinny_k_tile).
   const std::int64_t width = j1 - j0, groups_end = width / J * J;
   for (std::int64_t x = 0; x < M * width; ++x) sum[x] = 0.0f;
   for (std::int64_t p0 = 0; p0 < k; p0 += kBlock) {
     const std::int64_t p1 = p0 + kBlock < k ? p0 + kBlock : k;
     for (std::int64_t j = 0; j < groups_end; j += J)
       skinny_k_tile<V, M, J>(p0, p1, a, lda, b + (j0 + j) * ldb, ldb, sum + j, width,
-                             !kPrefetch                ? nullptr
-                             : j + 2 * J <= groups_end ? b + (j0 + j + J) * ldb
-                             : p1 < k                  ? b + j0 * ldb + kBlock
-                                                       : nullptr);
+                             j + 2 * J <= groups_end ? b + (j0 + j + J) * ldb
+                             : p1 < k                ? b + j0 * ldb + kBlock
+                                                     : nullptr);
     for (std::int64_t j = groups_end; j < width; ++j)
       skinny_k_tile<V, M, 1>(p0, p1, a, lda, b + (j0 + j) * ldb, ldb, sum + j, width);
   }
@@ -270,22 +277,45 @@ void skinny_dispatch(int m, bool b_along_k, std::int64_t n, std::int64_t k, cons
   }
 }
 
+// Whether m rows of A at this stride (floats) crowd one L1 set: at strides
+// that are multiples of 4 KiB (a 4096-wide weight's input rows), all m rows
+// of a column step land in the same 8-way set and, with B's lines, thrash it
+// (NT 8 x 4096 x 4096: ~29 GFLOP/s aliased, ~45 copied). Rows that span less
+// than a page cannot.
+inline bool skinny_rows_alias(std::int64_t stride, std::int64_t m) {
+  if (stride * 4 * (m - 1) < 4096) return false;
+  int rows_in_set[64] = {};
+  for (std::int64_t i = 0; i < m; ++i)
+    if (++rows_in_set[i * stride * 4 % 4096 / 64] > 2) return true;
+  return false;
+}
+
 // Requires 1 <= g.m <= 8, g.k >= 1 and alpha != 0 (sgemm_one handles the rest).
 template <class V> KernelStatus sgemm_skinny(const GemmArgs &g, int threads) {
   threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, 1.0e6);
-  // One buffer (the thread's cached scratch): the running sums, then a
-  // contiguous copy of A when A is stored transposed.
+  // A is copied to rows of a contiguous block when it is stored transposed
+  // or its rows alias in L1; the copy's stride is padded by a cache line
+  // where the plain one would alias.
+  const bool copy_a = g.trans_a || (g.m > 1 && skinny_rows_alias(g.lda, g.m));
+  std::int64_t lda_copy = (g.k + 15) / 16 * 16;
+  if (skinny_rows_alias(lda_copy, g.m)) lda_copy += 16;
+  // One buffer (the thread's cached scratch): the running sums, then A's copy.
   const std::int64_t sums_floats = skinny_sums_floats(g.m, g.n, threads);
-  Scratch scratch(static_cast<std::size_t>(sums_floats + (g.trans_a ? g.m * g.k : 0)));
+  Scratch scratch(static_cast<std::size_t>(sums_floats + (copy_a ? g.m * lda_copy : 0)));
   if (!scratch.data()) return KernelStatus::out_of_memory;
   const float *a = g.a;
   std::int64_t lda = g.lda;
-  if (g.trans_a) { // A is stored k x m: gather its m rows
+  if (copy_a) {
     float *ac = scratch.data() + sums_floats;
-    for (std::int64_t p = 0; p < g.k; ++p)
-      for (std::int64_t i = 0; i < g.m; ++i) ac[i * g.k + p] = g.a[p * g.lda + i];
+    if (g.trans_a) { // A is stored k x m: gather its m rows
+      for (std::int64_t p = 0; p < g.k; ++p)
+        for (std::int64_t i = 0; i < g.m; ++i) ac[i * lda_copy + p] = g.a[p * g.lda + i];
+    } else {
+      for (std::int64_t i = 0; i < g.m; ++i)
+        std::memcpy(ac + i * lda_copy, g.a + i * g.lda, static_cast<std::size_t>(g.k) * 4);
+    }
     a = ac;
-    lda = g.k;
+    lda = lda_copy;
   }
   skinny_dispatch<V>(static_cast<int>(g.m), g.trans_b, g.n, g.k, a, lda, g.b, g.ldb, g.alpha,
                      g.beta, g.c, g.ldc, threads, scratch.data());
