@@ -579,13 +579,15 @@ GemmCase aliased_skinny(bool ta, bool tb, std::int64_t m, std::int64_t n, std::i
 }
 
 // Aliased row strides of A for every small m; k = 1024 also makes the copy's
-// own unpadded stride alias, k = 1000 does not.
+// own unpadded stride alias, k = 1000 does not; n = 1024 makes the rows of
+// the running sums alias (padded too).
 TEST_P(SgemmSkinny, AliasedRowStrides) {
   const std::int64_t m_max = skinny_m_max();
   Sweep sweep(aliased_skinny, 87000);
   for (std::int64_t m = 1; m <= m_max; ++m)
     for (int t = 0; t < 4; ++t)
-      for (const std::int64_t k : {1000, 1024}) sweep.run(t & 1, t & 2, m, m % 2 ? 37 : 64, k);
+      for (const std::int64_t k : {1000, 1024})
+        sweep.run(t & 1, t & 2, m, k == 1000 ? 1024 : m % 2 ? 37 : 64, k);
 }
 
 // Bit-identical results for 1 and 2 threads and for repeated calls (no

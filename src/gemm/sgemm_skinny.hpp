@@ -47,6 +47,19 @@ inline float skinny_finish(float sum, float alpha, float beta, const float *c) {
   return beta == 0.0f ? t : t + beta * *c;
 }
 
+// Whether m rows of A at this stride (floats) crowd one L1 set: at strides
+// that are multiples of 4 KiB (a 4096-wide weight's input rows), all m rows
+// of a column step land in the same 8-way set and, with B's lines, thrash it
+// (NT 8 x 4096 x 4096: ~29 GFLOP/s aliased, ~45 copied). Rows that span less
+// than a page cannot.
+inline bool skinny_rows_alias(std::int64_t stride, std::int64_t m) {
+  if (stride * 4 * (m - 1) < 4096) return false;
+  int rows_in_set[64] = {};
+  for (std::int64_t i = 0; i < m; ++i)
+    if (++rows_in_set[i * stride * 4 % 4096 / 64] > 2) return true;
+  return false;
+}
+
 // ---------------------------------------------------- B contiguous along n
 
 // Accumulates C_acc[0:M, 0 : NV*W] += A[0:M, p0:p1] * B[p0:p1, strip] for
@@ -93,37 +106,39 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
   constexpr int NV0 = skinny_acc_budget<V>() / M;
   constexpr int NV = NV0 < 1 ? 1 : NV0 > 8 ? 8 : NV0;
   constexpr std::int64_t strip = NV * W, kBlock = 8;
-  constexpr bool kPrefetch = M <= 4;
   const std::int64_t width = j1 - j0;
   const std::int64_t strips_end = width / strip * strip, vec_end = width / W * W;
-  for (std::int64_t x = 0; x < M * width; ++x) acc[x] = 0.0f;
+  // The sums' rows are a line longer where they would alias (the slice of
+  // sums has room for it: skinny_sums_floats).
+  const std::int64_t lds = width + (skinny_rows_alias(width, M) ? 16 : 0);
+  for (std::int64_t x = 0; x < M * lds; ++x) acc[x] = 0.0f;
   for (std::int64_t p0 = 0; p0 < k; p0 += kBlock) {
     const std::int64_t p1 = p0 + kBlock < k ? p0 + kBlock : k;
     // The next block's rows of this strip, a line at a time (prefetcht2):
     // each block starts on 8 new row streams, which the hardware prefetcher
     // would have to find again (m = 1: 20 -> 23.5 GB/s, m = 2: 16 -> 20,
-    // m = 4: 13.6 -> 15.4; m = 8 is bound by its arithmetic and measured
-    // ~5 % slower with it; prefetcht0 was slower everywhere).
-    const std::int64_t q1 = !kPrefetch ? p1 : p1 + kBlock < k ? p1 + kBlock : k;
+    // m = 4: 13.6 -> 15.4, m = 8 with A and the sums unaliased: +5 %;
+    // prefetcht0 was slower everywhere).
+    const std::int64_t q1 = p1 + kBlock < k ? p1 + kBlock : k;
     for (std::int64_t j = 0; j < strips_end; j += strip) {
       for (std::int64_t q = p1; q < q1; ++q)
         for (std::int64_t x = 0; x < strip; x += 16)
           __builtin_prefetch(b + q * ldb + j0 + j + x, 0, 1);
-      skinny_n_tile<V, M, NV>(p0, p1, a, lda, b + j0 + j, ldb, acc + j, width);
+      skinny_n_tile<V, M, NV>(p0, p1, a, lda, b + j0 + j, ldb, acc + j, lds);
     }
     for (std::int64_t j = strips_end; j < vec_end; j += W)
-      skinny_n_tile<V, M, 1>(p0, p1, a, lda, b + j0 + j, ldb, acc + j, width);
+      skinny_n_tile<V, M, 1>(p0, p1, a, lda, b + j0 + j, ldb, acc + j, lds);
     for (std::int64_t j = vec_end; j < width; ++j) // the same chain, one lane
       for (int i = 0; i < M; ++i) {
-        float sum = acc[i * width + j];
+        float sum = acc[i * lds + j];
         for (std::int64_t p = p0; p < p1; ++p)
           sum = lane_fmadd(a[i * lda + p], b[p * ldb + j0 + j], sum);
-        acc[i * width + j] = sum;
+        acc[i * lds + j] = sum;
       }
   }
   for (int i = 0; i < M; ++i)
     for (std::int64_t j = 0; j < width; ++j)
-      c[i * ldc + j0 + j] = skinny_finish(acc[i * width + j], alpha, beta, c + i * ldc + j0 + j);
+      c[i * ldc + j0 + j] = skinny_finish(acc[i * lds + j], alpha, beta, c + i * ldc + j0 + j);
 }
 
 // ---------------------------------------------------- B contiguous along k
@@ -275,19 +290,6 @@ void skinny_dispatch(int m, bool b_along_k, std::int64_t n, std::int64_t k, cons
     else
       skinny_columns<V, M, false>(n, k, a, lda, b, ldb, alpha, beta, c, ldc, threads, sums);
   }
-}
-
-// Whether m rows of A at this stride (floats) crowd one L1 set: at strides
-// that are multiples of 4 KiB (a 4096-wide weight's input rows), all m rows
-// of a column step land in the same 8-way set and, with B's lines, thrash it
-// (NT 8 x 4096 x 4096: ~29 GFLOP/s aliased, ~45 copied). Rows that span less
-// than a page cannot.
-inline bool skinny_rows_alias(std::int64_t stride, std::int64_t m) {
-  if (stride * 4 * (m - 1) < 4096) return false;
-  int rows_in_set[64] = {};
-  for (std::int64_t i = 0; i < m; ++i)
-    if (++rows_in_set[i * stride * 4 % 4096 / 64] > 2) return true;
-  return false;
 }
 
 // Requires 1 <= g.m <= 8, g.k >= 1 and alpha != 0 (sgemm_one handles the rest).
