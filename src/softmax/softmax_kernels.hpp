@@ -45,6 +45,14 @@ inline void prefetch_next_row(const float *next, std::int64_t j) {
   if (next && j % 16 == 0) __builtin_prefetch(next + j, 0, 1);
 }
 
+// Log-softmax writes y only in its last pass; the exp pass asks for y's
+// lines for writing (into L1) as it goes, so that their fetch overlaps
+// arithmetic instead of stalling the store-only last pass. Cold 4096 x 4096,
+// A/B medians of 5: 1 thread 11.3 -> 15.3 GB/s, 2 threads 16.8 -> 20.6.
+inline void prefetch_for_write(float *y, std::int64_t j) {
+  if (y && j % 16 == 0) __builtin_prefetch(y + j, 1, 3);
+}
+
 // The row's maximum; a NaN entry may be passed over (the exp pass turns it
 // into a NaN sum), so only -inf means "no number above -inf".
 template <class V> float row_max(const float *x, std::int64_t n) {
@@ -70,9 +78,10 @@ template <class V> float row_max(const float *x, std::int64_t n) {
 // added in double once at the end. A plain float running sum over 32k terms
 // loses ~1e-5 relative; this keeps the sum within a few ulp whatever the
 // length, at four vector operations per block.
-// next: the row to prefetch, or null.
+// next: the row to prefetch, or null; w: lines to prefetch for writing
+// (prefetch_for_write), or null.
 template <class V, class Exp>
-float row_exp_sum_with(const float *x, std::int64_t n, float *e, const float *next,
+float row_exp_sum_with(const float *x, std::int64_t n, float *e, float *w, const float *next,
                        const Exp &exp_of) {
   using reg = typename V::reg;
   constexpr int W = V::width;
@@ -85,6 +94,8 @@ float row_exp_sum_with(const float *x, std::int64_t n, float *e, const float *ne
     for (; j + 2 * W <= end; j += 2 * W) {
       prefetch_next_row(next, j);
       prefetch_next_row(next, j + W);
+      prefetch_for_write(w, j);
+      prefetch_for_write(w, j + W);
       const reg e0 = exp_of(V::loadu(x + j));
       const reg e1 = exp_of(V::loadu(x + j + W));
       if (e) {
@@ -116,14 +127,15 @@ float row_exp_sum_with(const float *x, std::int64_t n, float *e, const float *ne
 
 // m: the row's maximum, finite or +inf/NaN (not -inf).
 template <class V>
-float row_exp_sum(const float *x, std::int64_t n, float m, float *e, const float *next) {
+float row_exp_sum(const float *x, std::int64_t n, float m, float *e, float *w, const float *next) {
   using reg = typename V::reg;
   const reg vm = V::set1(m);
   if (std::fabs(m) <= kShiftedExpMaxShift) {
     const reg floor = V::set1(m - kShiftedExpFloor);
-    return row_exp_sum_with<V>(x, n, e, next, [&](reg v) { return vexp_shifted<V>(v, vm, floor); });
+    return row_exp_sum_with<V>(x, n, e, w, next,
+                               [&](reg v) { return vexp_shifted<V>(v, vm, floor); });
   }
-  return row_exp_sum_with<V>(x, n, e, next, [&](reg v) { return vexp_diff<V>(v, vm); });
+  return row_exp_sum_with<V>(x, n, e, w, next, [&](reg v) { return vexp_diff<V>(v, vm); });
 }
 
 // e / s for a positive s, given inv = 1 / s rounded. With FMA: the product
@@ -184,12 +196,12 @@ void softmax_row(const float *x, float *y, std::int64_t n, bool log, const float
     return;
   }
   if (log) {
-    const float s = row_exp_sum<V>(x, n, m, nullptr, next);
+    const float s = row_exp_sum<V>(x, n, m, nullptr, y, next);
     // m + log(s) computed as one offset: x - (m + log s) rounds once per
     // element; s >= 1 since the maximum contributes exp(0).
     row_subtract<V>(x, y, n, m + std::log(s), next);
   } else {
-    const float s = row_exp_sum<V>(x, n, m, y, next);
+    const float s = row_exp_sum<V>(x, n, m, y, nullptr, next);
     row_divide<V>(y, n, s, next);
   }
 }
