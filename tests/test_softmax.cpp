@@ -161,6 +161,49 @@ TEST_P(Softmax, NanAndPositiveInfinityStayInTheirRow) {
   }
 }
 
+// Short rows go through the kernel several at a time (softmax_rows): each
+// row must get the same bits as when it is computed alone, and a special row
+// (NaN, +inf, all -inf, huge maxima) among ordinary ones must keep its own
+// result and leave theirs alone.
+TEST_P(Softmax, ShortRowsSameBitsAloneOrGrouped) {
+  const std::int64_t rows = 23;
+  for (const std::int64_t cols : {1, 16, 40, 100, 256})
+    for (const bool log : {false, true}) {
+      SCOPED_TRACE(std::string(log ? "log_softmax" : "softmax") + " cols=" + std::to_string(cols));
+      std::vector<float> x = random_normal(static_cast<std::size_t>(rows * cols), 31);
+      x[1 * cols + cols / 2] = kNaN; // row 1
+      for (std::int64_t j = 0; j < cols; ++j) x[static_cast<std::size_t>(2 * cols + j)] = -kInf;
+      x[5 * cols] = kInf;                     // row 5
+      for (std::int64_t j = 0; j < cols; ++j) // row 6: maxima past vexp_shifted's range
+        x[static_cast<std::size_t>(6 * cols + j)] = 1e30f * static_cast<float>(j % 3);
+      for (std::int64_t j = 0; j < cols; ++j) x[static_cast<std::size_t>(9 * cols + j)] = -kInf;
+      x[9 * cols + cols - 1] = kNaN; // row 9: NaN among -inf
+      std::vector<float> all(x.size()), alone(x.size());
+      const auto run = [&](std::int64_t n_rows, const float *in, float *out) {
+        return log ? ak_log_softmax(n_rows, cols, in, cols, out, cols)
+                   : ak_softmax(n_rows, cols, in, cols, out, cols);
+      };
+      ASSERT_EQ(run(rows, x.data(), all.data()), AK_OK);
+      for (std::int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(run(1, x.data() + r * cols, alone.data() + r * cols), AK_OK);
+      ASSERT_EQ(0, std::memcmp(all.data(), alone.data(), all.size() * sizeof(float)));
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const float *y = all.data() + r * cols;
+        for (std::int64_t j = 0; j < cols; ++j) {
+          if (r == 1 || r == 5 || r == 9)
+            ASSERT_TRUE(std::isnan(y[j])) << "row " << r << " col " << j;
+          else if (r == 2)
+            ASSERT_EQ(y[j], log ? -kInf : 0.0f) << "col " << j;
+          else
+            ASSERT_FALSE(std::isnan(y[j])) << "row " << r << " col " << j;
+        }
+        if (r != 1 && r != 2 && r != 5 && r != 9)
+          expect_row(y, x.data() + r * cols, cols, log, log ? 0 : kSoftmaxUnitScaleRel,
+                     "row " + std::to_string(r));
+      }
+    }
+}
+
 // Finite inputs of any magnitude never overflow: max is subtracted first.
 TEST_P(Softmax, HugeMagnitudesNeverOverflow) {
   const float big = 1e38f, max = std::numeric_limits<float>::max();

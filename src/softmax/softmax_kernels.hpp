@@ -53,89 +53,141 @@ inline void prefetch_for_write(float *y, std::int64_t j) {
   if (y && j % 16 == 0) __builtin_prefetch(y + j, 1, 3);
 }
 
-// The row's maximum; a NaN entry may be passed over (the exp pass turns it
+// The row kernels below take R rows at once (pointer arrays of R), each
+// with exactly the arithmetic it has alone: R = 1 for long rows, R > 1 for
+// short ones, whose passes are chains of a few vectors that end in
+// horizontal reductions and a scalar division; interleaving R rows lets
+// their latencies overlap.
+
+// Each row's maximum; a NaN entry may be passed over (the exp pass turns it
 // into a NaN sum), so only -inf means "no number above -inf".
-template <class V> float row_max(const float *x, std::int64_t n) {
+template <class V, int R> void rows_max(const float *const *rows, std::int64_t n, float *m) {
   using reg = typename V::reg;
+  const float *x[R]; // local copies, kept in registers
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) x[r] = rows[r];
   constexpr int W = V::width;
   const float ninf = -std::numeric_limits<float>::infinity();
-  reg m0 = V::set1(ninf), m1 = m0, m2 = m0, m3 = m0;
+  reg m0[R], m1[R], m2[R], m3[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) m0[r] = m1[r] = m2[r] = m3[r] = V::set1(ninf);
   std::int64_t j = 0;
-  for (; j + 4 * W <= n; j += 4 * W) {
-    m0 = V::max(m0, V::loadu(x + j));
-    m1 = V::max(m1, V::loadu(x + j + W));
-    m2 = V::max(m2, V::loadu(x + j + 2 * W));
-    m3 = V::max(m3, V::loadu(x + j + 3 * W));
-  }
-  for (; j + W <= n; j += W) m0 = V::max(m0, V::loadu(x + j));
-  if (j < n) m1 = V::max(m1, RowIo<V>::load_tail(x + j, n - j, ninf));
-  return V::reduce_max(V::max(V::max(m0, m1), V::max(m2, m3)));
+  for (; j + 4 * W <= n; j += 4 * W)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      m0[r] = V::max(m0[r], V::loadu(x[r] + j));
+      m1[r] = V::max(m1[r], V::loadu(x[r] + j + W));
+      m2[r] = V::max(m2[r], V::loadu(x[r] + j + 2 * W));
+      m3[r] = V::max(m3[r], V::loadu(x[r] + j + 3 * W));
+    }
+  for (; j + W <= n; j += W)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) m0[r] = V::max(m0[r], V::loadu(x[r] + j));
+  if (j < n)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) m1[r] = V::max(m1[r], RowIo<V>::load_tail(x[r] + j, n - j, ninf));
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+    m[r] = V::reduce_max(V::max(V::max(m0[r], m1[r]), V::max(m2[r], m3[r])));
 }
 
-// sum_j exp(x_j - m); writes the exponentials to e unless e is null.
-// Summation: short float partial sums (at most 8 terms per lane), folded per
-// lane into a compensated (Kahan) running total every block, whose lanes are
-// added in double once at the end. A plain float running sum over 32k terms
-// loses ~1e-5 relative; this keeps the sum within a few ulp whatever the
-// length, at four vector operations per block.
-// next: the row to prefetch, or null; w: lines to prefetch for writing
-// (prefetch_for_write), or null.
-template <class V, class Exp>
-float row_exp_sum_with(const float *x, std::int64_t n, float *e, float *w, const float *next,
-                       const Exp &exp_of) {
+// sum_j exp(x_j - m) per row; writes the exponentials to e[r] unless e is
+// null. Summation: short float partial sums (at most 8 terms per lane),
+// folded per lane into a compensated (Kahan) running total every block,
+// whose lanes are added in double once at the end. A plain float running
+// sum over 32k terms loses ~1e-5 relative; this keeps the sum within a few
+// ulp whatever the length, at four vector operations per block.
+// next[r]: a row to prefetch, or null; w: rows to prefetch for writing
+// (prefetch_for_write), or null. exp_of(r, v): row r's exponential.
+template <class V, int R, class Exp>
+void rows_exp_sum_with(const float *const *rows, std::int64_t n, float *const *out,
+                       float *const *write_next, const float *const *read_next, const Exp &exp_of,
+                       float *sum) {
   using reg = typename V::reg;
+  const float *x[R], *next[R]; // local copies, kept in registers
+  float *e[R], *w[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    x[r] = rows[r];
+    next[r] = read_next[r];
+    e[r] = out ? out[r] : nullptr;
+    w[r] = write_next ? write_next[r] : nullptr;
+  }
+  const bool store = out != nullptr;
   constexpr int W = V::width;
   constexpr std::int64_t kBlock = 16 * W;
-  reg total = V::zero(), comp = V::zero();
+  reg total[R], comp[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) total[r] = comp[r] = V::zero();
   std::int64_t j = 0;
   while (j < n) {
     const std::int64_t end = n - j > kBlock ? j + kBlock : n;
-    reg s0 = V::zero(), s1 = s0;
-    for (; j + 2 * W <= end; j += 2 * W) {
-      prefetch_next_row(next, j);
-      prefetch_next_row(next, j + W);
-      prefetch_for_write(w, j);
-      prefetch_for_write(w, j + W);
-      const reg e0 = exp_of(V::loadu(x + j));
-      const reg e1 = exp_of(V::loadu(x + j + W));
-      if (e) {
-        V::storeu(e + j, e0);
-        V::storeu(e + j + W, e1);
+    reg s0[R], s1[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) s0[r] = s1[r] = V::zero();
+    for (; j + 2 * W <= end; j += 2 * W)
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        prefetch_next_row(next[r], j);
+        prefetch_next_row(next[r], j + W);
+        prefetch_for_write(w[r], j);
+        prefetch_for_write(w[r], j + W);
+        const reg e0 = exp_of(r, V::loadu(x[r] + j));
+        const reg e1 = exp_of(r, V::loadu(x[r] + j + W));
+        if (store) {
+          V::storeu(e[r] + j, e0);
+          V::storeu(e[r] + j + W, e1);
+        }
+        s0[r] = V::add(s0[r], e0);
+        s1[r] = V::add(s1[r], e1);
       }
-      s0 = V::add(s0, e0);
-      s1 = V::add(s1, e1);
-    }
-    for (; j + W <= end; j += W) {
-      const reg e0 = exp_of(V::loadu(x + j));
-      if (e) V::storeu(e + j, e0);
-      s0 = V::add(s0, e0);
-    }
+    for (; j + W <= end; j += W)
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const reg e0 = exp_of(r, V::loadu(x[r] + j));
+        if (store) V::storeu(e[r] + j, e0);
+        s0[r] = V::add(s0[r], e0);
+      }
     if (j < end) {
       const float ninf = -std::numeric_limits<float>::infinity();
-      const reg e0 = exp_of(RowIo<V>::load_tail(x + j, end - j, ninf));
-      if (e) RowIo<V>::store_tail(e + j, end - j, e0);
-      s1 = V::add(s1, e0);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const reg e0 = exp_of(r, RowIo<V>::load_tail(x[r] + j, end - j, ninf));
+        if (store) RowIo<V>::store_tail(e[r] + j, end - j, e0);
+        s1[r] = V::add(s1[r], e0);
+      }
       j = end;
     }
-    const reg y = V::sub(V::add(s0, s1), comp);
-    const reg t = V::add(total, y);
-    comp = V::sub(V::sub(t, total), y);
-    total = t;
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const reg y = V::sub(V::add(s0[r], s1[r]), comp[r]);
+      const reg t = V::add(total[r], y);
+      comp[r] = V::sub(V::sub(t, total[r]), y);
+      total[r] = t;
+    }
   }
-  return static_cast<float>(V::reduce_add_double(total) - V::reduce_add_double(comp));
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+    sum[r] = static_cast<float>(V::reduce_add_double(total[r]) - V::reduce_add_double(comp[r]));
 }
 
-// m: the row's maximum, finite or +inf/NaN (not -inf).
-template <class V>
-float row_exp_sum(const float *x, std::int64_t n, float m, float *e, float *w, const float *next) {
+// m[r]: row r's maximum, finite or +inf/NaN (not -inf); for R > 1 every
+// |m[r]| <= kShiftedExpMaxShift (softmax_rows_at sends other rows alone).
+template <class V, int R>
+void rows_exp_sum(const float *const *x, std::int64_t n, const float *m, float *const *e,
+                  float *const *w, const float *const *next, float *sum) {
   using reg = typename V::reg;
-  const reg vm = V::set1(m);
-  if (std::fabs(m) <= kShiftedExpMaxShift) {
-    const reg floor = V::set1(m - kShiftedExpFloor);
-    return row_exp_sum_with<V>(x, n, e, w, next,
-                               [&](reg v) { return vexp_shifted<V>(v, vm, floor); });
+  reg vm[R], floor[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    vm[r] = V::set1(m[r]);
+    floor[r] = V::set1(m[r] - kShiftedExpFloor);
   }
-  return row_exp_sum_with<V>(x, n, e, w, next, [&](reg v) { return vexp_diff<V>(v, vm); });
+  if (R > 1 || std::fabs(m[0]) <= kShiftedExpMaxShift)
+    return rows_exp_sum_with<V, R>(
+        x, n, e, w, next, [&](int r, reg v) { return vexp_shifted<V>(v, vm[r], floor[r]); }, sum);
+  rows_exp_sum_with<V, R>(
+      x, n, e, w, next, [&](int r, reg v) { return vexp_diff<V>(v, vm[r]); }, sum);
 }
 
 // e / s for a positive s, given inv = 1 / s rounded. With FMA: the product
@@ -153,67 +205,132 @@ inline typename V::reg divide_by(typename V::reg e, typename V::reg s, typename 
   }
 }
 
-// y = y / s (softmax) in place over n floats.
-template <class V> void row_divide(float *y, std::int64_t n, float s, const float *next) {
+// y[r] = y[r] / s[r] (softmax) in place over n floats.
+template <class V, int R>
+void rows_divide(float *const *rows, std::int64_t n, const float *s,
+                 const float *const *read_next) {
   using reg = typename V::reg;
-  constexpr int W = V::width;
-  const reg vs = V::set1(s), vinv = V::set1(1.0f / s);
-  std::int64_t j = 0;
-  for (; j + W <= n; j += W) {
-    prefetch_next_row(next, j);
-    V::storeu(y + j, divide_by<V>(V::loadu(y + j), vs, vinv));
+  float *y[R]; // local copies, kept in registers
+  const float *next[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    y[r] = rows[r];
+    next[r] = read_next[r];
   }
+  constexpr int W = V::width;
+  reg vs[R], vinv[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    vs[r] = V::set1(s[r]);
+    vinv[r] = V::set1(1.0f / s[r]);
+  }
+  std::int64_t j = 0;
+  for (; j + W <= n; j += W)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      prefetch_next_row(next[r], j);
+      V::storeu(y[r] + j, divide_by<V>(V::loadu(y[r] + j), vs[r], vinv[r]));
+    }
   if (j < n)
-    RowIo<V>::store_tail(y + j, n - j,
-                         divide_by<V>(RowIo<V>::load_tail(y + j, n - j, 0.0f), vs, vinv));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      RowIo<V>::store_tail(
+          y[r] + j, n - j,
+          divide_by<V>(RowIo<V>::load_tail(y[r] + j, n - j, 0.0f), vs[r], vinv[r]));
 }
 
-// y = x - c over n floats (log-softmax's last pass).
-template <class V>
-void row_subtract(const float *x, float *y, std::int64_t n, float c, const float *next) {
+// y[r] = x[r] - c[r] over n floats (log-softmax's last pass).
+template <class V, int R>
+void rows_subtract(const float *const *in, float *const *rows, std::int64_t n, const float *c,
+                   const float *const *read_next) {
   using reg = typename V::reg;
-  constexpr int W = V::width;
-  const reg vc = V::set1(c);
-  std::int64_t j = 0;
-  for (; j + W <= n; j += W) {
-    prefetch_next_row(next, j);
-    V::storeu(y + j, V::sub(V::loadu(x + j), vc));
+  const float *x[R], *next[R]; // local copies, kept in registers
+  float *y[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    x[r] = in[r];
+    y[r] = rows[r];
+    next[r] = read_next[r];
   }
-  for (; j < n; ++j) y[j] = x[j] - c;
+  constexpr int W = V::width;
+  reg vc[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) vc[r] = V::set1(c[r]);
+  std::int64_t j = 0;
+  for (; j + W <= n; j += W)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      prefetch_next_row(next[r], j);
+      V::storeu(y[r] + j, V::sub(V::loadu(x[r] + j), vc[r]));
+    }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+    for (std::int64_t i = j; i < n; ++i) y[r][i] = x[r][i] - c[r];
 }
 
-// next: the row the thread takes up after this one (prefetched), or null.
-template <class V>
-void softmax_row(const float *x, float *y, std::int64_t n, bool log, const float *next) {
+// R rows; next[r]: the row to prefetch for row r, or null.
+template <class V, int R>
+void softmax_rows_at(const float *const *x, float *const *y, std::int64_t n, bool log,
+                     const float *const *next) {
   const float ninf = -std::numeric_limits<float>::infinity();
-  const float m = row_max<V>(x, n);
-  if (m == ninf) { // no finite entry: every entry -inf, or NaN among -inf
+  float m[R], s[R], c[R];
+  rows_max<V, R>(x, n, m);
+  if constexpr (R > 1) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      if (!(std::fabs(m[r]) <= kShiftedExpMaxShift)) { // -inf, +inf, NaN or huge: alone
+        for (int q = 0; q < R; ++q) softmax_rows_at<V, 1>(x + q, y + q, n, log, next + q);
+        return;
+      }
+  } else if (m[0] == ninf) { // no finite entry: every entry -inf, or NaN among -inf
     bool nan = false;
-    for (std::int64_t j = 0; j < n; ++j) nan = nan || x[j] != x[j];
+    for (std::int64_t j = 0; j < n; ++j) nan = nan || x[0][j] != x[0][j];
     // all -inf: weights 0, log-weights -inf; a NaN: all NaN
     const float fill = nan ? std::numeric_limits<float>::quiet_NaN() : log ? ninf : 0.0f;
-    for (std::int64_t j = 0; j < n; ++j) y[j] = fill;
+    for (std::int64_t j = 0; j < n; ++j) y[0][j] = fill;
     return;
   }
   if (log) {
-    const float s = row_exp_sum<V>(x, n, m, nullptr, y, next);
-    // m + log(s) computed as one offset: x - (m + log s) rounds once per
-    // element; s >= 1 since the maximum contributes exp(0).
-    row_subtract<V>(x, y, n, m + std::log(s), next);
+    rows_exp_sum<V, R>(x, n, m, nullptr, y, next, s);
+// m + log(s) computed as one offset: x - (m + log s) rounds once per
+// element; s >= 1 since the maximum contributes exp(0).
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) c[r] = m[r] + std::log(s[r]);
+    rows_subtract<V, R>(x, y, n, c, next);
   } else {
-    const float s = row_exp_sum<V>(x, n, m, y, nullptr, next);
-    row_divide<V>(y, n, s, next);
+    rows_exp_sum<V, R>(x, n, m, y, nullptr, next, s);
+    rows_divide<V, R>(y, n, s, next);
   }
 }
 
 template <class V>
 void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int64_t ldx, float *y,
                   std::int64_t ldy, bool log, int threads) {
+  // Rows of up to 16 vectors go R at a time (128 x 128, 1 thread: see
+  // softmax_rows_at), the rest one at a time; either way each row gets the
+  // same arithmetic, so the grouping never changes a result.
+  constexpr int R = V::width >= 16 ? 4 : 2;
+  const std::int64_t per_item = cols <= 16 * V::width ? R : 1;
+  const std::int64_t groups = rows / per_item, items = groups + rows % per_item;
   // A thread per 4096 elements at least (a few microseconds of work each).
   threads = threads_for_work(threads, static_cast<double>(rows) * cols, 1 << 12);
-  parallel_for_static(threads, rows, [&](std::int64_t r) {
-    const float *next = r + 1 < rows ? x + (r + 1) * ldx : nullptr;
-    softmax_row<V>(x + r * ldx, y + r * ldy, cols, log, next);
+  parallel_for_static(threads, items, [&](std::int64_t it) {
+    const std::int64_t r0 = it < groups ? it * per_item : groups * per_item + (it - groups);
+    const auto row_at = [&](std::int64_t r) { return r < rows ? x + r * ldx : nullptr; };
+    if (it < groups && per_item == R) {
+      const float *xs[R], *next[R];
+      float *ys[R];
+      for (int q = 0; q < R; ++q) {
+        xs[q] = x + (r0 + q) * ldx;
+        ys[q] = y + (r0 + q) * ldy;
+        next[q] = row_at(r0 + q + R);
+      }
+      softmax_rows_at<V, R>(xs, ys, cols, log, next);
+    } else {
+      const float *xs[1] = {x + r0 * ldx}, *next[1] = {row_at(r0 + 1)};
+      float *ys[1] = {y + r0 * ldy};
+      softmax_rows_at<V, 1>(xs, ys, cols, log, next);
+    }
   });
 }
 
