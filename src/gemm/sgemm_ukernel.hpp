@@ -42,7 +42,7 @@ inline void sgemm_ukernel(std::int64_t kc, const float *__restrict ap, const flo
   // sets and are gone since the last kc block). Not for short loops, where
   // the requests only add work (64^3: -5 %), nor for attention's tiles,
   // whose C is in L1 (prefill measured 7-13 % slower with it). A/B medians
-  // of 7, 1 thread: 512^3 NN 99.5 -> 106 GFLOP/s, 2048^3 101 -> 104, AVX2
+  // of 7, 1 thread: 512^3 NN 98 -> 102 GFLOP/s, 2048^3 97 -> 100, AVX2
   // 1024^3 95 -> 98.
   if (PrefetchC && kc >= 128)
 #pragma GCC unroll 32

@@ -91,14 +91,15 @@ template <class V, int R> void rows_max(const float *const *rows, std::int64_t n
     m[r] = V::reduce_max(V::max(V::max(m0[r], m1[r]), V::max(m2[r], m3[r])));
 }
 
-// sum_j exp(x_j - m) per row; writes the exponentials to e[r] unless e is
-// null. Summation: short float partial sums (at most 8 terms per lane),
+// sum_j exp(x_j - m) per row; writes the exponentials to out[r] unless out
+// is null. Summation: short float partial sums (at most 8 terms per lane),
 // folded per lane into a compensated (Kahan) running total every block,
 // whose lanes are added in double once at the end. A plain float running
 // sum over 32k terms loses ~1e-5 relative; this keeps the sum within a few
 // ulp whatever the length, at four vector operations per block.
-// next[r]: a row to prefetch, or null; w: rows to prefetch for writing
-// (prefetch_for_write), or null. exp_of(r, v): row r's exponential.
+// read_next[r]: a row to prefetch, or null; write_next: rows to prefetch
+// for writing (prefetch_for_write), or null. exp_of(r, v): row r's
+// exponential.
 template <class V, int R, class Exp>
 void rows_exp_sum_with(const float *const *rows, std::int64_t n, float *const *out,
                        float *const *write_next, const float *const *read_next, const Exp &exp_of,
@@ -292,9 +293,8 @@ void softmax_rows_at(const float *const *x, float *const *y, std::int64_t n, boo
   }
   if (log) {
     rows_exp_sum<V, R>(x, n, m, nullptr, y, next, s);
-// m + log(s) computed as one offset: x - (m + log s) rounds once per
-// element; s >= 1 since the maximum contributes exp(0).
-#pragma GCC unroll 8
+    // m + log(s) computed as one offset: x - (m + log s) rounds once per
+    // element; s >= 1 since the maximum contributes exp(0).
     for (int r = 0; r < R; ++r) c[r] = m[r] + std::log(s[r]);
     rows_subtract<V, R>(x, y, n, c, next);
   } else {
