@@ -79,11 +79,21 @@ TEST_P(Determinism, Softmax) {
   expect_same_for_thread_counts(
       [&](float *y) { ASSERT_EQ(ak_log_softmax(rows, cols, x.data(), cols, y, cols), AK_OK); },
       x.size());
-  const std::int64_t outer = 7, axis = 301, inner = 143;
-  const auto t = random_normal(static_cast<std::size_t>(outer * axis * inner), 7, 4.0f);
-  expect_same_for_thread_counts(
-      [&](float *y) { ASSERT_EQ(ak_softmax_axis(outer, axis, inner, t.data(), y), AK_OK); },
-      t.size());
+  // softmax_axis: many outer slices; then one slice whose columns are cut
+  // into pieces at different places for each thread count (some columns
+  // past vexp_shifted's range, so that vectors take both exps).
+  struct AxisShape {
+    std::int64_t outer, axis, inner;
+  };
+  for (const AxisShape a : {AxisShape{7, 301, 143}, AxisShape{1, 37, 2100}}) {
+    auto t = random_normal(static_cast<std::size_t>(a.outer * a.axis * a.inner), 7, 4.0f);
+    for (std::int64_t r = 0; r < a.axis; ++r)
+      for (std::int64_t i = 100; i < a.inner; i += 300)
+        t[static_cast<std::size_t>(r * a.inner + i)] += 1e5f;
+    expect_same_for_thread_counts(
+        [&](float *y) { ASSERT_EQ(ak_softmax_axis(a.outer, a.axis, a.inner, t.data(), y), AK_OK); },
+        t.size());
+  }
 }
 
 AK_INSTANTIATE_PER_ISA(Determinism);

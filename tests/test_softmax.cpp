@@ -226,9 +226,9 @@ TEST_P(Softmax, AxisMatchesReference) {
   std::uint32_t seed = 500;
   for (std::int64_t outer : {1, 3})
     for (std::int64_t axis : {1, 2, 7, 100})
-      // up to 33: single vectors and tails; 70, 129, 300: the 4- and
-      // 8-vector column blocks of every vector width, with tails
-      for (std::int64_t inner : {1, 2, 3, 15, 16, 17, 33, 70, 129, 300}) {
+      // up to 33: single vectors and tails; then several vectors with
+      // tails; 1100 and 2100: several pieces of columns (the last narrower)
+      for (std::int64_t inner : {1, 2, 3, 15, 16, 17, 33, 70, 129, 300, 1100, 2100}) {
         for (bool in_place : {false, true}) {
           const std::size_t n = static_cast<std::size_t>(outer * axis * inner);
           std::vector<float> x = random_normal(n, seed++);
@@ -246,8 +246,9 @@ TEST_P(Softmax, AxisMatchesReference) {
 }
 
 // Special values along the axis stay in their column (one inner index).
-// inner = 21: narrow blocks and a tail; 300: wide column blocks (see
-// softmax_axis), where one special column changes its block's exp.
+// inner = 21: one vector and a tail; 300: several vectors, where one
+// special column changes its vector's exp (see choose_shifts in
+// src/softmax/softmax_axis.hpp).
 TEST_P(Softmax, AxisSpecialValuesStayInTheirColumn) {
   for (const std::int64_t inner : {21, 300}) {
     SCOPED_TRACE(inner);
@@ -276,6 +277,53 @@ TEST_P(Softmax, AxisSpecialValuesStayInTheirColumn) {
           else
             EXPECT_EQ(std::isnan(v), nan_col) << o << "," << a << "," << i;
         }
+  }
+}
+
+// A column's result is its own: the same bits whatever its neighbours in
+// the vector, among them a column whose maximum is past vexp_shifted's range
+// (its vector takes vexp_diff), a NaN column and an all -inf column. Axis
+// lengths with and without a remainder of single rows, several vectors.
+TEST_P(Softmax, AxisColumnSameBitsWhateverItsNeighbours) {
+  for (const std::int64_t axis : {9, 37}) {
+    SCOPED_TRACE(axis);
+    const std::int64_t inner = 48;
+    const std::vector<float> plain =
+        random_normal(static_cast<std::size_t>(axis * inner), 31, 4.0f);
+    std::vector<float> mixed = plain;
+    for (std::int64_t a = 0; a < axis; ++a) {
+      mixed[a * inner + 1] = 1e6f + static_cast<float>(a);
+      mixed[a * inner + 18] = -kInf;
+      mixed[a * inner + 33] = -70000.0f - static_cast<float>(a);
+    }
+    mixed[5 * inner + 40] = kNaN;
+    std::vector<float> y_plain(plain.size()), y_mixed(mixed.size());
+    ASSERT_EQ(ak_softmax_axis(1, axis, inner, plain.data(), y_plain.data()), AK_OK);
+    ASSERT_EQ(ak_softmax_axis(1, axis, inner, mixed.data(), y_mixed.data()), AK_OK);
+    for (std::int64_t i = 0; i < inner; ++i) {
+      if (i == 1 || i == 18 || i == 33 || i == 40) continue;
+      for (std::int64_t a = 0; a < axis; ++a) {
+        const std::size_t k = static_cast<std::size_t>(a * inner + i);
+        ASSERT_EQ(0, std::memcmp(&y_plain[k], &y_mixed[k], sizeof(float)))
+            << "column " << i << " row " << a << ": " << y_plain[k] << " vs " << y_mixed[k];
+      }
+    }
+    for (std::int64_t a = 0; a < axis; ++a) {
+      EXPECT_TRUE(std::isnan(y_mixed[static_cast<std::size_t>(a * inner + 40)]));
+      EXPECT_EQ(y_mixed[static_cast<std::size_t>(a * inner + 18)], 0.0f);
+    }
+    // the shifted-out columns are right too
+    for (const std::int64_t col : {1, 33}) {
+      std::vector<float> line(static_cast<std::size_t>(axis));
+      for (std::int64_t a = 0; a < axis; ++a)
+        line[static_cast<std::size_t>(a)] = mixed[static_cast<std::size_t>(a * inner + col)];
+      const std::vector<double> ref = ref_softmax_row(line.data(), axis, false);
+      for (std::int64_t a = 0; a < axis; ++a) {
+        const double want = ref[static_cast<std::size_t>(a)];
+        EXPECT_NEAR(y_mixed[static_cast<std::size_t>(a * inner + col)], want, kSoftmaxRel * want)
+            << "column " << col << " row " << a;
+      }
+    }
   }
 }
 
