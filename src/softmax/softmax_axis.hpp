@@ -10,7 +10,10 @@
 // arrays in L1. Walking the piece down a few columns at a time instead (a
 // block of registers per pass) touches a new page every 512 bytes and, for
 // power-of-two inner dimensions, a handful of cache sets at every level:
-// 1024 x 1024 measured 1.5 Gelem/s that way, 2.1 this way (1 thread).
+// 1024 x 1024 measured 1.5 Gelem/s that way, 1.8 this way (1 thread; the
+// same per-column arithmetic, so the same bits, but for the columns past
+// the last whole vector, which went one lane at a time through the scalar
+// code and now take the vector code's padded tail).
 #pragma once
 
 #include <cmath>
@@ -198,7 +201,7 @@ void softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
   // Pieces of whole lines (16 floats, a multiple of every vector width, so
   // that no two threads write one line of y), at most kPieceMax wide; on
   // several threads, two per thread where the lines allow (1024 x 1024 on
-  // 2 threads: 3.0 -> 3.4 Gelem/s against one per thread; each piece's
+  // 2 threads: 2.8-3.2 -> 3.2-3.5 Gelem/s against one per thread; each piece's
   // rows then stay in L2).
   const std::int64_t lines = (inner + 15) / 16;
   std::int64_t pieces = (inner + kPieceMax - 1) / kPieceMax;
