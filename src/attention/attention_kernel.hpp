@@ -248,17 +248,23 @@ private:
     }
     // Row tiles none of whose rows sees a key of this block (above the
     // causal diagonal, left of a window) are skipped throughout: their
-    // scores are never formed, read or weighed.
+    // scores are never formed, read or weighed. The others form scores only
+    // for the NR-key slivers that hold keys some row of the tile sees, and
+    // weigh only the keys of their span (the rest weigh exactly 0): a tile
+    // on the causal diagonal does about the work of its visible triangle.
     mark_active_tiles(j0, j1);
     // S = (scale Q) K^T over the active row tiles.
     for (std::int64_t r0 = 0; r0 < p_.rows_pad; r0 += MR) {
-      if (!tile_active_[r0 / MR]) continue;
-      for (std::int64_t jj = 0; jj < p_.bk_pad; jj += NR)
+      const std::int64_t t = r0 / MR;
+      if (!tile_active(t)) continue;
+      for (std::int64_t jj = tile_lo_[t] / NR * NR; jj < tile_hi_[t]; jj += NR)
         sgemm_ukernel<V, MR, NV>(dk, qpack_ + r0 * dk, kpack_ + jj * dk, 1.0f, 0.0f,
                                  scores_ + r0 * p_.bk_pad + jj, p_.bk_pad);
     }
+    // softmax_update overwrites the scores a row does not see with -inf, so
+    // the slivers left unformed above are never read as scores.
     for (std::int64_t r = 0; r < rows_; ++r)
-      if (tile_active_[r / MR]) softmax_update(r, j0, bk);
+      if (tile_active(r / MR)) softmax_update(r, j0, bk);
     for (std::int64_t r = rows_; r < p_.rows_pad; ++r) // padding rows weigh nothing
       for (std::int64_t j = 0; j < bk; ++j) scores_[r * p_.bk_pad + j] = 0.0f;
     // V block as the GEMM's B: NR value columns per sliver, bk deep.
@@ -276,23 +282,30 @@ private:
     // The weights are the GEMM's A, read in place from the score rows (in
     // L1/L2) rather than packed.
     for (std::int64_t r0 = 0; r0 < p_.rows_pad; r0 += MR) {
-      if (!tile_active_[r0 / MR]) continue;
+      const std::int64_t t = r0 / MR;
+      if (!tile_active(t)) continue;
+      const std::int64_t k0 = tile_lo_[t], k1 = tile_hi_[t];
       for (std::int64_t d0 = 0; d0 < p_.dv_pad; d0 += NR)
-        sgemm_ukernel<V, MR, NV, 0>(bk, scores_ + r0 * p_.bk_pad, vpack_ + d0 * bk, 1.0f, 1.0f,
+        sgemm_ukernel<V, MR, NV, 0>(k1 - k0, scores_ + r0 * p_.bk_pad + k0,
+                                    vpack_ + d0 * bk + k0 * NR, 1.0f, 1.0f,
                                     st_.acc + r0 * p_.dv_pad + d0, p_.dv_pad, p_.bk_pad);
     }
   }
 
+  // For each MR-row tile, the keys of block [j0, j1) that some row of it
+  // sees, as offsets from j0: [tile_lo_, tile_hi_), empty when none does.
   void mark_active_tiles(std::int64_t j0, std::int64_t j1) {
     for (std::int64_t t = 0; t * MR < p_.rows_pad; ++t) {
-      bool any = false;
-      for (std::int64_t r = t * MR; r < min64((t + 1) * MR, rows_) && !any; ++r) {
+      std::int64_t lo = j1 - j0, hi = 0;
+      for (std::int64_t r = t * MR; r < min64((t + 1) * MR, rows_); ++r) {
         const std::int64_t iq = r % nq_;
-        any = lo_[iq] < j1 && hi_[iq] > j0;
+        const std::int64_t a = max64(lo_[iq], j0), e = min64(hi_[iq], j1);
+        if (e > a) lo = min64(lo, a - j0), hi = max64(hi, e - j0);
       }
-      tile_active_[t] = any;
+      tile_lo_[t] = lo, tile_hi_[t] = hi;
     }
   }
+  bool tile_active(std::int64_t t) const { return tile_hi_[t] > tile_lo_[t]; }
 
   // key_block for direct_ items: the same steps with K and V read in place,
   // each once, in blocks of kDirectBk keys. Memory runs a pass ahead of the
@@ -439,12 +452,19 @@ private:
     const float shift = m_new == ninf ? 0.0f : m_new;
     const reg vshift = V::set1(shift);
     reg sum = V::zero();
+    // Only the vectors that hold visible keys take exp; the others hold
+    // -inf alone, whose weight is 0 (a causal diagonal block's rows see
+    // half of it on average).
+    const std::int64_t bk_vec = bk / W * W;
+    const std::int64_t x0 = min64(a / W * W, bk_vec), x1 = min64((e + W - 1) / W * W, bk_vec);
     std::int64_t j = 0;
-    for (; j + W <= bk; j += W) {
+    for (; j < x0; j += W) V::storeu(s + j, V::zero());
+    for (; j < x1; j += W) {
       const reg pj = vexp<V>(V::sub(V::loadu(s + j), vshift));
       V::storeu(s + j, pj);
       sum = V::add(sum, pj);
     }
+    for (; j < bk_vec; j += W) V::storeu(s + j, V::zero());
     float tail = 0.0f;
     for (; j < bk; ++j) {
       s[j] = std::exp(s[j] - shift);
@@ -465,7 +485,7 @@ private:
   void exact_pv(std::int64_t j0, std::int64_t bk) {
     const float *vb = a_.v + b_ * a_.v_strides[0] + kvh_ * a_.v_strides[1];
     for (std::int64_t r = 0; r < rows_; ++r) {
-      if (!direct_ && !tile_active_[r / MR]) continue; // scores never formed
+      if (!direct_ && !tile_active(r / MR)) continue; // scores never formed
       const float *w = scores_ + r * sld_;
       float *acc = st_.acc + r * p_.dv_pad;
       for (std::int64_t j = 0; j < bk; ++j) {
@@ -532,7 +552,8 @@ private:
   float *qpack_, *kpack_, *vpack_, *scores_;
   RowState st_;
   std::int64_t lo_[Plan::kMaxRows], hi_[Plan::kMaxRows];
-  bool tile_active_[Plan::kMaxRows]; // per MR-row tile, for the block in progress
+  // Per MR-row tile, for the block in progress (mark_active_tiles).
+  std::int64_t tile_lo_[Plan::kMaxRows], tile_hi_[Plan::kMaxRows];
   std::int64_t b_ = 0, kvh_ = 0, h0_ = 0, nh_ = 0, i0_ = 0, nq_ = 0, rows_ = 0, n_ = 0;
   std::int64_t chunk_ = 0, c0_ = 0, c1_ = 0, u_lo_ = 0, u_hi_ = 0;
   bool direct_ = false;
