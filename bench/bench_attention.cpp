@@ -1,7 +1,9 @@
 // Fused attention: ak_attention against an unfused oneDNN path, for prefill
-// (q_len = kv_len = L) and decode (q_len = 1, GQA), plus streaming-read
-// and copy references for the memory bandwidth. Benchmarks are named
+// (q_len = kv_len = L) and decode (q_len = 1, GQA), attnkern's causal
+// sliding window alone, plus streaming-read and copy references for the
+// memory bandwidth. Benchmarks are named
 //   attention/<impl>/d<d>_L<L>_<causal|nomask>/threads:<t>
+//   window/attnkern/d<d>_L<L>_w<W>/threads:<t>   (each query sees its W last keys)
 //   decode/<impl>/h<heads>_kvh<kv heads>_d<d>_kv<kv_len>/threads:<t>
 //   membw/read/256MiB/threads:<t>
 //   membw/copy/256MiB/threads:<t>
@@ -47,14 +49,25 @@ struct AttnShape {
   bool decode; // decode/ (q_len 1) or attention/ (prefill)
   std::int64_t batch, heads, kv_heads, q_len, kv_len, d, dv;
   bool causal; // AK_MASK_CAUSAL_TOP_LEFT, else AK_MASK_NONE
+  // Causal sliding window (window/): query i sees keys [i - window + 1, i];
+  // 0 = none. attnkern only: the unfused path would form all L^2 scores.
+  std::int64_t window = 0;
 
-  const char *kind() const { return decode ? "decode" : "attention"; }
+  const char *kind() const { return decode ? "decode" : window > 0 ? "window" : "attention"; }
+  bool has_unfused() const { return window == 0; }
   std::string label() const {
     if (decode)
       return "h" + std::to_string(heads) + "_kvh" + std::to_string(kv_heads) + "_d" +
              std::to_string(d) + "_kv" + std::to_string(kv_len);
+    if (window > 0)
+      return "d" + std::to_string(d) + "_L" + std::to_string(q_len) + "_w" + std::to_string(window);
     return "d" + std::to_string(d) + "_L" + std::to_string(q_len) +
            (causal ? "_causal" : "_nomask");
+  }
+  // Keys query i sees.
+  std::int64_t visible(std::int64_t i) const {
+    std::int64_t n = causal ? std::min(i + 1, kv_len) : kv_len;
+    return window > 0 ? std::min(n, window) : n;
   }
   // Inputs are shared by the shapes that differ only in the mask (prefill) or
   // in the number of kv heads (decode: K and V are allocated for `heads` kv
@@ -76,8 +89,14 @@ struct AttnShape {
   std::int64_t score_rows() const { return heads_per_softmax() * q_len; }
 
   // Useful FLOPs: 2 q_len kv_len (d + dv) per head (Q K^T and P V), halved for
-  // causal; the same count for both implementations.
+  // causal; the same count for both implementations. A window counts the
+  // keys each query sees: 2 (d + dv) per (query, visible key) pair.
   double flops() const {
+    if (window > 0) {
+      const double w = double(std::min(window, q_len));
+      const double pairs = w * (w + 1.0) / 2.0 + double(q_len - std::int64_t(w)) * w;
+      return 2.0 * pairs * double(d + dv) * double(batch * heads);
+    }
     const double f = 2.0 * double(q_len) * double(kv_len) * double(d + dv) * double(batch * heads);
     return causal ? 0.5 * f : f;
   }
@@ -95,6 +114,18 @@ std::vector<AttnShape> attention_shapes() {
   for (std::int64_t d : {64, 128})
     for (std::int64_t L : {512, 1024, 2048, 4096})
       for (bool causal : {false, true}) shapes.push_back({false, 1, 8, 8, L, L, d, d, causal});
+  return shapes;
+}
+
+// The cost of a window should follow L * W, not L^2: the same W at L up to
+// 16384 (useful GFLOP/s flat across L), and at the L of the causal rows.
+std::vector<AttnShape> window_shapes() {
+  std::vector<AttnShape> shapes;
+  for (std::int64_t L : {1024, 4096, 16384}) {
+    AttnShape s{false, 1, 8, 8, L, L, 128, 128, true};
+    s.window = 512;
+    shapes.push_back(s);
+  }
   return shapes;
 }
 
@@ -181,6 +212,7 @@ bool call_attnkern(const AttnShape &s, const Data &w, float *out) {
   desc.head_dim_v = s.dv;
   desc.scale = s.scale();
   desc.mask = s.causal ? AK_MASK_CAUSAL_TOP_LEFT : AK_MASK_NONE;
+  if (s.window > 0) desc.window_left = s.window - 1;
   return ak_attention(&desc, w.q.data(), w.k.data(), w.v.data(), out) == AK_OK;
 }
 
@@ -238,17 +270,19 @@ double diff_to_reference(const AttnShape &s, const Data &w, const float *out) {
       const float *q = w.q.data() + (h * s.q_len + i) * s.d;
       const float *k = w.k.data() + hk * s.kv_len * s.d;
       const float *v = w.v.data() + hk * s.kv_len * s.dv;
+      // Keys [j0, n): the last visible(i) of the first min(i + 1, kv_len) (causal).
       const std::int64_t n = s.causal ? std::min(i + 1, s.kv_len) : s.kv_len;
+      const std::int64_t j0 = n - s.visible(i);
       double mx = -std::numeric_limits<double>::infinity(), sum = 0.0;
-      for (std::int64_t j = 0; j < n; ++j) {
+      for (std::int64_t j = j0; j < n; ++j) {
         double dot = 0.0;
         for (std::int64_t c = 0; c < s.d; ++c) dot += double(q[c]) * double(k[j * s.d + c]);
         p[j] = dot * double(s.scale());
         mx = std::max(mx, p[j]);
       }
-      for (std::int64_t j = 0; j < n; ++j) sum += (p[j] = std::exp(p[j] - mx));
+      for (std::int64_t j = j0; j < n; ++j) sum += (p[j] = std::exp(p[j] - mx));
       std::fill(o.begin(), o.end(), 0.0);
-      for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t j = j0; j < n; ++j)
         for (std::int64_t c = 0; c < s.dv; ++c) o[c] += p[j] / sum * double(v[j * s.dv + c]);
       const float *got = out + (h * s.q_len + i) * s.dv;
       for (std::int64_t c = 0; c < s.dv; ++c) {
@@ -289,12 +323,13 @@ const Verdict &verdict_for(const AttnShape &s, int threads) {
   Data &w = data_for(s);
   set_threads(threads);
   Verdict v;
-  Buffer out[2] = {Buffer(s.o_size()), Buffer(s.o_size())};
-  bool ran[2];
-  for (int i = 0; i < 2; ++i) ran[i] = call(i, s, w, out[i].data(), threads);
+  const int impls = s.has_unfused() ? 2 : 1;
+  Buffer out[2] = {Buffer(s.o_size()), Buffer(impls > 1 ? s.o_size() : 0)};
+  bool ran[2] = {false, false};
+  for (int i = 0; i < impls; ++i) ran[i] = call(i, s, w, out[i].data(), threads);
   const double tol = agree_tolerance();
   if (ran[0] && ran[1]) v.maxdiff = max_abs_diff(out[0].data(), out[1].data(), s.o_size());
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < impls; ++i) {
     char msg[400];
     if (!ran[i]) {
       std::string why =
@@ -343,9 +378,11 @@ void BM_attention(benchmark::State &state, int impl, const AttnShape &s, int thr
       s.flops(), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
   state.counters["bytes"] = benchmark::Counter(
       s.bytes(), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
-  state.counters["maxdiff"] = v.maxdiff;
+  if (s.has_unfused()) state.counters["maxdiff"] = v.maxdiff;
   state.counters["refdiff"] = v.refdiff[impl];
-  if (impl == kAttnkern) {
+  if (s.window > 0) {
+    state.SetLabel("ak_attention, causal top-left, window_left " + std::to_string(s.window - 1));
+  } else if (impl == kAttnkern) {
     state.SetLabel(s.causal ? "ak_attention, causal top-left" : "ak_attention");
   } else {
     state.SetLabel(std::string("dnnl_sgemm") + (s.causal ? " + -inf mask" : "") + " + softmax " +
@@ -460,10 +497,12 @@ void BM_membw_copy(benchmark::State &state, int threads) {
 
 void register_attention_benchmarks() {
   std::vector<AttnShape> shapes = attention_shapes();
+  for (const AttnShape &s : window_shapes()) shapes.push_back(s);
   for (const AttnShape &s : decode_shapes()) shapes.push_back(s);
   for (const AttnShape &s : shapes) {
     for (int threads : {1, 2}) {
       for (int impl : {kAttnkern, kUnfused}) {
+        if (impl == kUnfused && !s.has_unfused()) continue;
         const std::string name = std::string(s.kind()) + "/" + kImplNames[impl] + "/" + s.label() +
                                  "/threads:" + std::to_string(threads);
         // The largest calls (L = 4096, d = 128: 69 GFLOP unfused) take up to

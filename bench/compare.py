@@ -11,7 +11,8 @@ named <kind>/<impl>/<shape>/threads:<t> with kind peak (the FMA peak per
 instruction set: peak/fma/<isa>), sgemm, sgemm_isa (attnkern forced to one
 instruction set, and the plain loop), sgemm_batched, softmax (also the
 out-of-cache shape 4096x4096_cold and the impls attnkern_log and
-attnkern_axis), attention (prefill), decode or membw (the streaming-read and
+attnkern_axis), attention (prefill), window (attnkern's causal sliding
+window), decode or membw (the streaming-read and
 copy references: membw/read, membw/copy); anything else in the file is
 ignored, and a table whose benchmarks are missing is left out (a column whose
 reference is missing shows "—"). Standard library only; chart.py
@@ -27,12 +28,12 @@ import sys
 from collections import OrderedDict
 
 NAME_RE = re.compile(
-    r"^(sgemm_isa|sgemm_batched|sgemm|softmax|attention|decode|membw|peak)/([^/]+)/([^/]+)"
-    r"/threads:(\d+)(?:/|$)")
+    r"^(sgemm_isa|sgemm_batched|sgemm|softmax|attention|window|decode|membw|peak)"
+    r"/([^/]+)/([^/]+)/threads:(\d+)(?:/|$)")
 
 # Every kind, in the order of the report.
-ALL_KINDS = ["peak", "sgemm", "sgemm_isa", "sgemm_batched", "softmax", "attention", "decode",
-             "membw"]
+ALL_KINDS = ["peak", "sgemm", "sgemm_isa", "sgemm_batched", "softmax", "attention", "window",
+             "decode", "membw"]
 # Instruction sets of the peak benchmarks, best first.
 ISA_ORDER = ["avx512", "avx2", "sse2", "neon", "scalar"]
 # Counters kept per benchmark (rates, per second).
@@ -251,6 +252,54 @@ def attention_table(entries, has_cv):
     line = summary_row("geomean all", rows, lambda r: True, 4, 2, 1, has_cv)
     if line:
         lines.append(line)
+    return lines
+
+
+WINDOW_RE = re.compile(r"^d(\d+)_L(\d+)_w(\d+)$")
+
+
+def window_flops(heads, L, d, w):
+    """Useful FLOPs of one causal sliding-window call: 2·2d per (query,
+    visible key) pair; query i sees min(i + 1, w) keys."""
+    w = min(w, L)
+    return 2.0 * 2 * d * heads * (w * (w + 1) / 2 + (L - w) * w)
+
+
+def window_table(entries, has_cv):
+    """attnkern's causal sliding window (window/), per (d, L, w, threads):
+    the useful GFLOP/s, that rate over the one at the shortest L of the same
+    d, w and threads (1.00 = cost in proportion to L·w), the time per call,
+    and that time over the time of the full causal call at the same L, d and
+    threads (attention/ rows, where the JSON has them)."""
+    head = ["d", "L", "keys per query (w)", "thr", "attnkern GFLOP/s (useful)",
+            "× the rate at the shortest L", "ms per call", "causal (no window) ms per call",
+            "time / causal time", "useful FLOPs / causal's"]
+    if has_cv:
+        head.append("max cv")
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---:"] * len(head)) + "|"]
+    parsed = []
+    for (kind, shape, threads), by_impl in entries.items():
+        m = WINDOW_RE.match(shape) if kind == "window" else None
+        if m:
+            d, L, w = (int(x) for x in m.groups())
+            parsed.append((d, L, w, threads, by_impl))
+    base = {}
+    for d, L, w, t, by_impl in sorted(parsed, key=lambda r: r[1]):
+        _, v = cell(by_impl, "attnkern", "flops", 1e9)
+        if v is not None:
+            base.setdefault((d, w, t), v)
+    for d, L, w, t, by_impl in parsed:
+        text, v = cell(by_impl, "attnkern", "flops", 1e9)
+        ms = 1e3 * window_flops(8, L, d, w) / (v * 1e9) if v else None
+        causal = entries.get(("attention", f"d{d}_L{L}_causal", t), {})
+        _, vc = cell(causal, "attnkern", "flops", 1e9)
+        ms_c = 1e3 * (8 * 2.0 * L * L * 2 * d / 2) / (vc * 1e9) if vc else None
+        cells = [str(d), str(L), str(w), str(t), text, fmt(ratio(v, base.get((d, w, t))), 2),
+                 fmt(ms, 2), fmt(ms_c, 2), fmt(ratio(ms, ms_c), 3),
+                 f"{window_flops(8, L, d, w) / (8 * 2.0 * L * L * 2 * d / 2):.3f}"]
+        if has_cv:
+            cells.append(noise(by_impl))
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
@@ -908,6 +957,11 @@ def render(context, entries, reps):
         section("### Attention prefill (batch 1, 8 heads, q_len = kv_len = L; "
                 "GFLOP/s = useful FLOPs 8·2·L²·2d, halved for causal / real time)",
                 attention_table(entries, has_cv))
+    if "window" in kinds:
+        section("### Sliding window (attnkern alone: causal, each query sees its w last keys; "
+                "batch 1, 8 heads; GFLOP/s = useful FLOPs 8·2·2d per visible (query, key) "
+                "pair / real time)",
+                window_table(entries, has_cv))
     if "decode" in kinds:
         section("### Attention decode (q_len 1, 32 query heads; GB/s = K and V "
                 "read once, 2·kv_heads·kv_len·d·4 bytes / real time; "
@@ -958,6 +1012,14 @@ def render(context, entries, reps):
             out.append(f"- {kind} agreement: largest max-abs-diff attnkern vs unfused "
                        f"{v:.2g} ({where}); largest max-abs-diff to rows computed in "
                        f"double: " + ", ".join(parts))
+    if "window" in kinds:
+        rd = [(e.refdiff, f"{shape} threads:{threads}")
+              for (k, shape, threads), by in entries.items() if k == "window"
+              for e in by.values() if e.refdiff is not None and not e.error]
+        if rd:
+            v, where = max(rd)
+            out.append(f"- window agreement: largest max-abs-diff to rows computed in double "
+                       f"{v:.2g} ({where})")
     if errors:
         out.append("")
         out.append("**Errors (no number reported):**")
