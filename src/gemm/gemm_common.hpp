@@ -45,9 +45,11 @@ template <class F> inline void team_for_static(bool team, std::int64_t n, F &&f)
   }
 }
 
-template <class F> inline void team_for_dynamic(bool team, std::int64_t n, F &&f) {
+// Handed out in runs of `chunk` consecutive indices: [k chunk, (k + 1) chunk).
+template <class F>
+inline void team_for_dynamic(bool team, std::int64_t n, F &&f, std::int64_t chunk = 1) {
   if (team) {
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, chunk)
     for (std::int64_t i = 0; i < n; ++i) f(i);
   } else {
     for (std::int64_t i = 0; i < n; ++i) f(i);
