@@ -50,7 +50,8 @@ inline KeyRange visible_keys(const AttentionArgs &a, std::int64_t n, std::int64_
   return {lo, min64(max64(hi, lo), n)};
 }
 
-// Shape-only decisions shared by every work item.
+// Decisions shared by every work item: the shape's, and the rows an item
+// holds, which also follows the thread count (see the constructor).
 template <class Cfg> struct AttentionPlan {
   static constexpr int MR = Cfg::mr, NR = Cfg::nv * Cfg::width;
   static constexpr std::int64_t kMaxRows = 384;
@@ -75,19 +76,14 @@ template <class Cfg> struct AttentionPlan {
   std::int64_t rows_pad, bk_pad, dv_pad;
   std::int64_t items;
 
-  explicit AttentionPlan(const AttentionArgs &a) {
-    group = a.heads / a.kv_heads;
-    bq = min64(a.q_len, kRows);
-    heads_per_item = min64(max64(kRows / bq, 1), group);
-    n_hc = ceil_div(group, heads_per_item);
-    n_qb = ceil_div(a.q_len, bq);
-    const bool split = a.q_len <= kSplitMaxQ && a.kv_len > kKvChunk;
-    chunk = split ? kKvChunk : max64(a.kv_len, 1);
-    n_chunks = split ? ceil_div(a.kv_len, kKvChunk) : 1;
-    rows_pad = round_up(bq * heads_per_item, MR);
-    bk_pad = round_up(kBk, NR);
-    dv_pad = round_up(a.dv, NR);
-    items = a.batch * a.kv_heads * n_hc * n_qb * n_chunks;
+  // On a team, items of half the rows where the full ones would leave
+  // fewer than 4 per thread (few heads, short L), so that the dynamic
+  // schedule can still even the threads out. The rows an item holds change
+  // no result: each row's arithmetic is its own, and the keys a tile skips
+  // weigh exactly 0.
+  AttentionPlan(const AttentionArgs &a, int threads) {
+    plan_rows(a, kRows);
+    if (threads > 1 && items < 4 * threads) plan_rows(a, kRows / 2 / MR * MR);
   }
   bool split() const { return n_chunks > 1; }
   std::int64_t scores_floats() const { return max64(rows_pad * bk_pad, kDirectRows * kDirectBk); }
@@ -99,6 +95,22 @@ template <class Cfg> struct AttentionPlan {
            + scores_floats()    // scores / weights
            + rows_pad * dv_pad  // output accumulator
            + 2 * rows_pad + 64; // m, l
+  }
+
+private:
+  void plan_rows(const AttentionArgs &a, std::int64_t rows) {
+    group = a.heads / a.kv_heads;
+    bq = min64(a.q_len, rows);
+    heads_per_item = min64(max64(rows / bq, 1), group);
+    n_hc = ceil_div(group, heads_per_item);
+    n_qb = ceil_div(a.q_len, bq);
+    const bool split = a.q_len <= kSplitMaxQ && a.kv_len > kKvChunk;
+    chunk = split ? kKvChunk : max64(a.kv_len, 1);
+    n_chunks = split ? ceil_div(a.kv_len, kKvChunk) : 1;
+    rows_pad = round_up(bq * heads_per_item, MR);
+    bk_pad = round_up(kBk, NR);
+    dv_pad = round_up(a.dv, NR);
+    items = a.batch * a.kv_heads * n_hc * n_qb * n_chunks;
   }
 };
 
@@ -618,10 +630,10 @@ void merge_chunks(const AttentionArgs &a, const AttentionPlan<Cfg> &p, const flo
 
 template <class V, class Cfg> KernelStatus attention(const AttentionArgs &a, int threads) {
   if (a.batch == 0 || a.heads == 0 || a.q_len == 0) return KernelStatus::ok;
-  const AttentionPlan<Cfg> plan(a);
   const double flops = 2.0 * a.batch * a.heads * a.q_len * static_cast<double>(a.kv_len + 1) *
                        static_cast<double>(a.dk + a.dv);
   threads = threads_for_work(threads, flops, 2.0e6);
+  const AttentionPlan<Cfg> plan(a, threads);
   if (plan.items < threads) threads = static_cast<int>(max64(plan.items, 1));
   const std::int64_t rows_total = a.batch * a.heads * a.q_len;
   // All scratch up front, so that running out of memory writes nothing.
