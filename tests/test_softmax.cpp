@@ -225,9 +225,12 @@ TEST_P(Softmax, HugeMagnitudesNeverOverflow) {
 TEST_P(Softmax, AxisMatchesReference) {
   std::uint32_t seed = 500;
   for (std::int64_t outer : {1, 3})
-    for (std::int64_t axis : {1, 2, 7, 100})
+    // axes up to 256 (32 below AVX-512) take blocks of columns, longer ones
+    // pieces (src/softmax/softmax_axis.hpp)
+    for (std::int64_t axis : {1, 2, 7, 100, 300})
       // up to 33: single vectors and tails; then several vectors with
-      // tails; 1100 and 2100: several pieces of columns (the last narrower)
+      // tails; 129 and 300: a block of 8 vectors and more; 1100 and 2100:
+      // several pieces of columns (the last narrower)
       for (std::int64_t inner : {1, 2, 3, 15, 16, 17, 33, 70, 129, 300, 1100, 2100}) {
         for (bool in_place : {false, true}) {
           const std::size_t n = static_cast<std::size_t>(outer * axis * inner);
@@ -250,34 +253,39 @@ TEST_P(Softmax, AxisMatchesReference) {
 // special column changes its vector's exp (see choose_shifts in
 // src/softmax/softmax_axis.hpp).
 TEST_P(Softmax, AxisSpecialValuesStayInTheirColumn) {
-  for (const std::int64_t inner : {21, 300}) {
-    SCOPED_TRACE(inner);
-    const std::int64_t outer = 2, axis = 9;
-    std::vector<float> x = random_normal(static_cast<std::size_t>(outer * axis * inner), 9);
-    for (std::int64_t a = 0; a < axis; ++a) x[a * inner + 4] = -kInf; // column 4: all -inf
-    x[3 * inner + 18] = kNaN;                                         // column 18: NaN
-    x[axis * inner + 5 * inner + 20] = kInf;                          // outer 1, column 20
-    for (std::int64_t a = 0; a < axis; ++a) // outer 1, column 10: maxima past vexp_shifted's range
-      x[(axis + a) * inner + 10] = 70000.0f + static_cast<float>(a);
-    std::vector<float> y(x.size());
-    ASSERT_EQ(ak_softmax_axis(outer, axis, inner, x.data(), y.data()), AK_OK);
-    double denom = 0.0;
-    for (std::int64_t a = 0; a < axis; ++a) denom += std::exp(static_cast<double>(a - axis + 1));
-    for (std::int64_t a = 0; a < axis; ++a) {
-      const double want = std::exp(static_cast<double>(a - axis + 1)) / denom;
-      EXPECT_NEAR(y[static_cast<std::size_t>((axis + a) * inner + 10)], want, kSoftmaxRel * want);
+  for (const std::int64_t axis : {9, 300})
+    for (const std::int64_t inner : {21, 300}) {
+      SCOPED_TRACE(inner);
+      SCOPED_TRACE(axis);
+      const std::int64_t outer = 2;
+      std::vector<float> x = random_normal(static_cast<std::size_t>(outer * axis * inner), 9);
+      for (std::int64_t a = 0; a < axis; ++a) x[a * inner + 4] = -kInf; // column 4: all -inf
+      x[3 * inner + 18] = kNaN;                                         // column 18: NaN
+      x[axis * inner + 5 * inner + 20] = kInf;                          // outer 1, column 20
+      // outer 1, column 10: maxima past vexp_shifted's range
+      std::vector<float> column(static_cast<std::size_t>(axis));
+      for (std::int64_t a = 0; a < axis; ++a) {
+        column[static_cast<std::size_t>(a)] = 70000.0f + 0.125f * static_cast<float>(a % 64);
+        x[(axis + a) * inner + 10] = column[static_cast<std::size_t>(a)];
+      }
+      std::vector<float> y(x.size());
+      ASSERT_EQ(ak_softmax_axis(outer, axis, inner, x.data(), y.data()), AK_OK);
+      const std::vector<double> ref = ref_softmax_row(column.data(), axis, false);
+      for (std::int64_t a = 0; a < axis; ++a) {
+        const double want = ref[static_cast<std::size_t>(a)];
+        EXPECT_NEAR(y[static_cast<std::size_t>((axis + a) * inner + 10)], want, kSoftmaxRel * want);
+      }
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t a = 0; a < axis; ++a)
+          for (std::int64_t i = 0; i < inner; ++i) {
+            const float v = y[static_cast<std::size_t>((o * axis + a) * inner + i)];
+            const bool nan_col = (o == 0 && i == 18) || (o == 1 && i == 20);
+            if (o == 0 && i == 4)
+              EXPECT_EQ(v, 0.0f);
+            else
+              EXPECT_EQ(std::isnan(v), nan_col) << o << "," << a << "," << i;
+          }
     }
-    for (std::int64_t o = 0; o < outer; ++o)
-      for (std::int64_t a = 0; a < axis; ++a)
-        for (std::int64_t i = 0; i < inner; ++i) {
-          const float v = y[static_cast<std::size_t>((o * axis + a) * inner + i)];
-          const bool nan_col = (o == 0 && i == 18) || (o == 1 && i == 20);
-          if (o == 0 && i == 4)
-            EXPECT_EQ(v, 0.0f);
-          else
-            EXPECT_EQ(std::isnan(v), nan_col) << o << "," << a << "," << i;
-        }
-  }
 }
 
 // A column's result is its own: the same bits whatever its neighbours in
@@ -285,16 +293,16 @@ TEST_P(Softmax, AxisSpecialValuesStayInTheirColumn) {
 // (its vector takes vexp_diff), a NaN column and an all -inf column. Axis
 // lengths with and without a remainder of single rows, several vectors.
 TEST_P(Softmax, AxisColumnSameBitsWhateverItsNeighbours) {
-  for (const std::int64_t axis : {9, 37}) {
+  for (const std::int64_t axis : {9, 37, 301}) {
     SCOPED_TRACE(axis);
     const std::int64_t inner = 48;
     const std::vector<float> plain =
         random_normal(static_cast<std::size_t>(axis * inner), 31, 4.0f);
     std::vector<float> mixed = plain;
     for (std::int64_t a = 0; a < axis; ++a) {
-      mixed[a * inner + 1] = 1e6f + static_cast<float>(a);
+      mixed[a * inner + 1] = 1e6f + static_cast<float>(a % 16);
       mixed[a * inner + 18] = -kInf;
-      mixed[a * inner + 33] = -70000.0f - static_cast<float>(a);
+      mixed[a * inner + 33] = -70000.0f - static_cast<float>(a % 16);
     }
     mixed[5 * inner + 40] = kNaN;
     std::vector<float> y_plain(plain.size()), y_mixed(mixed.size());
