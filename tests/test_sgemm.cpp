@@ -475,6 +475,30 @@ TEST_P(SgemmBlocking, ColumnEdges) {
   }
 }
 
+// Where the instruction set has a second, wider tile (AVX-512: 6 x 64, KC
+// 512, the tile of every product whose width it pads no more than the main
+// tile; src/gemm/gemm_driver.hpp), its edges in terms of the main tile's
+// table: 2 nr columns, kc_narrow deep, mr / 2 rows. On the other ISAs these
+// are just more edges of the one tile.
+TEST_P(SgemmBlocking, SecondTileEdges) {
+  SCOPED_TRACE(describe(blk_));
+  const ak_sgemm_blocking &b = blk_;
+  const std::int64_t w = 2 * b.nr;
+  const std::vector<std::int64_t> ns =
+      distinct_positive({2 * w - 1, 2 * w, 2 * w + 1, 3 * w - 1, 3 * w, 3 * w + 1, 4 * w + 1});
+  const std::vector<std::int64_t> ms = distinct_positive({tile_m_, tile_m_ + b.mr / 2 + 1});
+  Sweep sweep(varied, 60000);
+  for (int t : {0, 3})
+    for (std::int64_t m : ms)
+      for (std::int64_t n : ns)
+        for (std::int64_t k : distinct_positive({b.kc_narrow - 1, b.kc_narrow + 1}))
+          sweep.run(t & 1, t & 2, m, n, k);
+  for (int t = 0; t < 4; ++t) // row blocks, with both tiles' widths
+    for (std::int64_t m : distinct_positive({b.mc - 1, b.mc + 1}))
+      for (std::int64_t n : distinct_positive({3 * w, 3 * w + 1}))
+        sweep.run(t & 1, t & 2, m, n, 23);
+}
+
 // A smaller full cross product of the edges of all three dimensions.
 TEST_P(SgemmBlocking, CrossProduct) {
   SCOPED_TRACE(describe(blk_));

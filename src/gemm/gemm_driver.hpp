@@ -98,19 +98,24 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   static_assert(Cfg::skinny_m <= 8, "the skinny kernels are instantiated for m <= 8");
   if (g.m <= Cfg::skinny_m) return sgemm_skinny<V>(g, threads);
   // A second, wider tile where the instruction set has one, for widths it
-  // covers with no more padding than the main tile (up to two of its
-  // slivers: P.V with d = 64 or 128, where A is then loaded once or twice
-  // instead of two or four times). Not for small products on a team: those
-  // split C by 32-wide slivers across threads without a barrier
-  // (own_columns below), which one 64-wide sliver cannot (2 threads, 64^3:
-  // 135 -> 100 GFLOP/s). Either tile gives the same sum order per element
-  // (one fused chain along k in KC blocks of the same depth), so the choice
-  // never changes results.
+  // covers with no more padding than the main tile. Up to two of its
+  // slivers (P.V with d = 64 or 128) A is loaded once or twice instead of
+  // two or four times; wider, it needs fewer loads per FMA and half the
+  // passes over C (AVX-512, 1 thread, 4 alternating runs, medians of
+  // process CPU time, GFLOP/s: 1024^3 NN 97.7 -> 102.2, NT 91.2 -> 104.0,
+  // 2048^3 NN 92.5 -> 102.4, 512^3 NT 99.3 -> 106.0, Q.K^T 4096 x 4096 x
+  // 128 94.2 -> 98.9; +2-14 % over 14 squares and Q.K^T shapes). Up to two
+  // slivers, not for small products on a team: those split C by 32-wide
+  // slivers across threads without a barrier (own_columns below), which one
+  // 64-wide sliver cannot (2 threads, 64^3: 135 -> 100 GFLOP/s); there both
+  // tiles use the same KC (kc_narrow), so they give the same sum order per
+  // element and the thread count never changes results. Wider products take
+  // it on any team, as its KC differs from the main tile's there.
   if constexpr (!std::is_void_v<typename Cfg::wide_tile>) {
     using Wide = typename Cfg::wide_tile;
     constexpr std::int64_t WR = Wide::nv * Wide::width;
-    if (g.n > NR && g.n <= 2 * WR && round_up(g.n, WR) == round_up(g.n, NR) &&
-        (threads <= 1 || 2.0 * g.m * g.n * g.k >= 64.0e6))
+    if (g.n > NR && round_up(g.n, WR) == round_up(g.n, NR) &&
+        (g.n > 2 * WR || threads <= 1 || 2.0 * g.m * g.n * g.k >= 64.0e6))
       return sgemm_one<V, Wide>(g, threads);
   }
   const GemmPlan plan = plan_gemm<Cfg>(g, threads);

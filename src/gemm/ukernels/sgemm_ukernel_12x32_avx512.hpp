@@ -14,7 +14,8 @@ struct GemmBlocksWide;
 // KC 256: a 12 x 256 A sliver (12 KiB) stays in L1 while B slivers stream
 // past; B chunks of 128 KiB (4 slivers) and the MC 192 x 256 A block
 // (192 KiB) share L2; NC: a 256 x 4096 B panel (4 MiB) in L3. A is read in
-// place when n <= 16 slivers (512); m <= 8 takes the skinny path.
+// place when n <= 16 slivers (512); m <= 8 takes the skinny path. Products
+// whose width the 6 x 64 tile below pads no more take that tile instead.
 struct GemmBlocks : GemmBlocksDefaults {
   static constexpr int width = 16, mr = 12, nv = 2;
   static constexpr std::int64_t mc = 192, kc = 256, nc = 4096;
@@ -22,15 +23,18 @@ struct GemmBlocks : GemmBlocksDefaults {
   using wide_tile = GemmBlocksWide; // the tile for n = 33-64 and 97-128, below
 };
 
-// 6 x 64 tile for products 33-64 and 97-128 columns wide (P.V with d = 64
-// and 128): one or two slivers, so each element of A is loaded once or twice
-// instead of two or four times, and six rows of A read in place (a row
-// stride of 4 KiB puts them in one L1 set) stay within its ways. 24 zmm
-// registers accumulate, 4 hold B, 1 A. KC 512: the 6 x 512 A rows (12 KiB)
-// in L1, a 512 x 64 B sliver (128 KiB) in L2. Measured against the 12 x 32
-// tile (1 thread, GFLOP/s): 1024x64x1024 75-81 -> 102-107, 4096x64x4096
-// 72-77 -> 88, 1024x128x1024 94 -> 106, 4096x128x4096 83 -> 91; 96 wide
-// lost (95 -> 80), hence the padding rule in sgemm_one.
+// 6 x 64 tile for every product it pads no more than the 12 x 32 tile (n a
+// multiple of 64, or 33-63 past one; the rule is in sgemm_one). For P.V
+// with d = 64 and 128 (one or two slivers) each element of A is loaded once
+// or twice instead of two or four times, and six rows of A read in place (a
+// row stride of 4 KiB puts them in one L1 set) stay within its ways; on
+// wider products it needs 10 loads per 24 FMAs instead of 14 and passes
+// over C half as often. 24 zmm registers accumulate, 4 hold B, 1 A. KC 512:
+// the 6 x 512 A rows (12 KiB) in L1, a 512 x 64 B sliver (128 KiB) in L2.
+// Measured against the 12 x 32 tile (1 thread, GFLOP/s): 1024x64x1024
+// 75-81 -> 102-107, 4096x64x4096 72-77 -> 88, 1024x128x1024 94 -> 106,
+// 4096x128x4096 83 -> 91, squares and Q.K^T shapes +2-14 % (sgemm_one); 96
+// wide lost (95 -> 80), hence the padding rule.
 struct GemmBlocksWide : GemmBlocksDefaults {
   static constexpr int width = 16, mr = 6, nv = 4;
   static constexpr std::int64_t mc = 192, kc = 512, nc = 4096;
