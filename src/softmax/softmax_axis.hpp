@@ -285,10 +285,10 @@ template <class V> constexpr std::int64_t short_axis_max() { return V::width >= 
 
 // Short axes: blocks of 8 vectors, then single vectors, then
 // the last partial vector, each (outer, block) one work item.
-template <class V, int NB>
+template <class V>
 void softmax_axis_short(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
                         const float *x, float *y, int threads) {
-  constexpr int W = V::width;
+  constexpr int W = V::width, NB = 8;
   const std::int64_t wide = inner / (NB * W);
   const std::int64_t singles = (inner - wide * NB * W) / W;
   const std::int64_t whole = (wide * NB + singles) * W; // columns in whole vectors
@@ -320,7 +320,7 @@ void softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
   // two threads than on one (per-thread work of a few microseconds).
   threads = threads_for_work(threads, static_cast<double>(outer) * axis_len * inner, 1 << 15);
   if (axis_len <= short_axis_max<V>()) {
-    softmax_axis_short<V, 8>(outer, axis_len, inner, x, y, threads);
+    softmax_axis_short<V>(outer, axis_len, inner, x, y, threads);
     return;
   }
   // Pieces of whole lines (16 floats, a multiple of every vector width, so
