@@ -187,28 +187,35 @@ public:
   }
 
 private:
+  // Where item `index` sits: batch entry, kv head, group of its query
+  // heads, block of queries, chunk of keys (the order of the items).
+  struct ItemCoords {
+    std::int64_t b, kvh, hc, qb, chunk;
+  };
+  ItemCoords coords(std::int64_t index) const {
+    ItemCoords c{};
+    c.chunk = index % p_.n_chunks, index /= p_.n_chunks;
+    c.qb = index % p_.n_qb, index /= p_.n_qb;
+    c.hc = index % p_.n_hc, index /= p_.n_hc;
+    c.kvh = index % a_.kv_heads, c.b = index / a_.kv_heads;
+    return c;
+  }
+
   // The first K row of item `index`'s chunk and its key count (where an
   // unmasked item starts reading), into next_item_k_ / next_item_keys_.
   void find_item_keys(std::int64_t index) {
-    const std::int64_t chunk = index % p_.n_chunks;
-    index /= p_.n_chunks * p_.n_qb * p_.n_hc;
-    const std::int64_t kvh = index % a_.kv_heads, b = index / a_.kv_heads;
-    const std::int64_t c0 = chunk * p_.chunk;
-    next_item_k_ = a_.k + b * a_.k_strides[0] + kvh * a_.k_strides[1] + c0 * a_.k_strides[2];
+    const ItemCoords c = coords(index);
+    const std::int64_t c0 = c.chunk * p_.chunk;
+    next_item_k_ = a_.k + c.b * a_.k_strides[0] + c.kvh * a_.k_strides[1] + c0 * a_.k_strides[2];
     next_item_keys_ = min64(c0 + p_.chunk, a_.kv_len) - c0;
   }
 
   void decode_index(std::int64_t index) {
-    chunk_ = index % p_.n_chunks, index /= p_.n_chunks;
-    const std::int64_t qb = index % p_.n_qb;
-    index /= p_.n_qb;
-    const std::int64_t hc = index % p_.n_hc;
-    index /= p_.n_hc;
-    kvh_ = index % a_.kv_heads;
-    b_ = index / a_.kv_heads;
-    h0_ = kvh_ * p_.group + hc * p_.heads_per_item;
+    const ItemCoords c = coords(index);
+    chunk_ = c.chunk, kvh_ = c.kvh, b_ = c.b;
+    h0_ = kvh_ * p_.group + c.hc * p_.heads_per_item;
     nh_ = min64(p_.heads_per_item, (kvh_ + 1) * p_.group - h0_);
-    i0_ = qb * p_.bq;
+    i0_ = c.qb * p_.bq;
     nq_ = min64(p_.bq, a_.q_len - i0_);
     rows_ = nh_ * nq_;
     n_ = a_.kv_lens ? a_.kv_lens[b_] : a_.kv_len;
