@@ -44,6 +44,7 @@ struct ScalarVec {
   static reg fmadd(reg a, reg b, reg c) { return a * b + c; }
   static reg round(reg a) { return std::nearbyint(a); }
   static reg lt_select(reg a, reg b, reg t, reg f) { return a < b ? t : f; }
+  static bool any_lt(reg a, reg b) { return a < b; }
   static reg nan_select(reg probe, reg if_nan, reg other) {
     return probe != probe ? if_nan : other;
   }
@@ -107,6 +108,7 @@ template <class Arch> struct XsimdVec {
   }
   static reg round(reg a) { return xsimd::nearbyint(a); }
   static reg lt_select(reg a, reg b, reg t, reg f) { return xsimd::select(a < b, t, f); }
+  static bool any_lt(reg a, reg b) { return xsimd::any(a < b); } // a lane with a < b
   // probe == probe is false exactly for NaN. (Not probe != probe: xsimd 8.1
   // compiles != to an ordered compare on AVX/AVX-512, false for NaN too.)
   static reg nan_select(reg probe, reg if_nan, reg other) {

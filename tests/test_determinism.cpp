@@ -81,15 +81,19 @@ TEST_P(Determinism, Softmax) {
       x.size());
   // softmax_axis: many outer slices; then one slice whose columns are cut
   // into pieces at different places for each thread count (some columns
-  // past vexp_shifted's range, so that vectors take both exps).
+  // past vexp_shifted's range, so that vectors take both exps; some rising,
+  // so that their shifts move).
   struct AxisShape {
     std::int64_t outer, axis, inner;
   };
   for (const AxisShape a : {AxisShape{7, 301, 143}, AxisShape{1, 37, 2100}}) {
     auto t = random_normal(static_cast<std::size_t>(a.outer * a.axis * a.inner), 7, 4.0f);
-    for (std::int64_t r = 0; r < a.axis; ++r)
+    for (std::int64_t r = 0; r < a.axis; ++r) {
       for (std::int64_t i = 100; i < a.inner; i += 300)
         t[static_cast<std::size_t>(r * a.inner + i)] += 1e5f;
+      for (std::int64_t i = 7; i < a.inner; i += 50) // shifts that move down the axis
+        t[static_cast<std::size_t>(r * a.inner + i)] += static_cast<float>(r);
+    }
     expect_same_for_thread_counts(
         [&](float *y) { ASSERT_EQ(ak_softmax_axis(a.outer, a.axis, a.inner, t.data(), y), AK_OK); },
         t.size());

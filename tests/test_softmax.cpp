@@ -225,9 +225,9 @@ TEST_P(Softmax, HugeMagnitudesNeverOverflow) {
 TEST_P(Softmax, AxisMatchesReference) {
   std::uint32_t seed = 500;
   for (std::int64_t outer : {1, 3})
-    // axes up to 256 (32 below AVX-512) take blocks of columns, longer ones
-    // pieces (src/softmax/softmax_axis.hpp)
-    for (std::int64_t axis : {1, 2, 7, 100, 300})
+    // axes up to 32 take blocks of columns, longer ones pieces
+    // (src/softmax/softmax_axis.hpp)
+    for (std::int64_t axis : {1, 2, 7, 32, 33, 100, 300})
       // up to 33: single vectors and tails; then several vectors with
       // tails; 129 and 300: a block of 8 vectors and more; 1100 and 2100:
       // several pieces of columns (the last narrower)
@@ -333,6 +333,53 @@ TEST_P(Softmax, AxisColumnSameBitsWhateverItsNeighbours) {
       }
     }
   }
+}
+
+// The pieces sum each column against a shift that moves when a value
+// passes it by more than 32 (src/softmax/softmax_axis.hpp): columns whose
+// shift moves once or several times, late, after many -inf rows or for one
+// spike, must still match the reference, and in place (where every
+// exponential is recomputed) must give the bits of out of place (where the
+// first pass keeps them and only stale rows are recomputed).
+TEST_P(Softmax, AxisShiftMovesAlongTheAxis) {
+  for (const std::int64_t axis : {33, 301})
+    for (const std::int64_t inner : {40, 1100}) {
+      SCOPED_TRACE("axis=" + std::to_string(axis) + " inner=" + std::to_string(inner));
+      std::vector<float> x = random_normal(static_cast<std::size_t>(axis * inner), 77);
+      for (std::int64_t a = 0; a < axis; ++a)
+        for (std::int64_t i = 0; i < inner; ++i) {
+          float &v = x[static_cast<std::size_t>(a * inner + i)];
+          const float fa = static_cast<float>(a);
+          switch (i % 6) {
+          case 0:
+            v += 0.75f * fa;
+            break; // rising: the shift moves every ~43 rows
+          case 1:
+            v = a < axis / 2 ? -kInf : v;
+            break; // first finite value half way down
+          case 2:
+            v += a == axis - 2 ? 90.0f : 0.0f;
+            break; // one spike near the end
+          case 3:
+            v -= 0.75f * fa;
+            break; // falling: set once
+          case 4:
+            v *= 12.0f;
+            break; // wide but unordered
+          default:
+            break; // unit scale
+          }
+        }
+      std::vector<float> y(x.size(), canary()), in_place = x;
+      ASSERT_EQ(ak_softmax_axis(1, axis, inner, x.data(), y.data()), AK_OK);
+      ASSERT_EQ(ak_softmax_axis(1, axis, inner, in_place.data(), in_place.data()), AK_OK);
+      ASSERT_EQ(0, std::memcmp(y.data(), in_place.data(), y.size() * sizeof(float)));
+      const std::vector<double> ref = ref_softmax_axis(1, axis, inner, x.data());
+      for (std::size_t k = 0; k < y.size(); ++k)
+        ASSERT_NEAR(y[k], ref[k], kSoftmaxRel * ref[k] + 1e-38)
+            << "row " << k / static_cast<std::size_t>(inner) << " column "
+            << k % static_cast<std::size_t>(inner);
+    }
 }
 
 AK_INSTANTIATE_PER_ISA(Softmax);

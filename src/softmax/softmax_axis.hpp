@@ -1,21 +1,27 @@
 // Softmax along the middle axis of a contiguous [outer, axis, inner] tensor,
 // for one instruction set: each (outer, inner) index is a column, one
 // softmax over axis_len elements `inner` floats apart, vectorized across
-// inner. Two schemes, chosen by the shape alone, with the same arithmetic
-// per column (so the same bits from either):
+// inner. Two schemes, chosen by the shape alone:
 //
-// - long axes: the columns are cut into pieces of whole cache lines, at
-//   most kPieceMax floats wide. Each piece makes three row-major passes (the
-//   maximum, then the exponentials with their sums, then the division), each
-//   pass reading row segments of up to 4 KiB, with the columns' maxima and
-//   sums in small arrays in L1. Walking the piece down a few columns at a
-//   time instead (a block of registers per pass) touches a new page every
-//   512 bytes and, for power-of-two inner dimensions, a handful of cache
-//   sets at every level: 1024 x 1024 measured 1.5 Gelem/s that way, 1.8
-//   this way (1 thread).
-// - short axes (softmax_axis_short below): just that walk, a block of 8
-//   vectors of columns at a time with its state in registers, since a short
-//   block stays in cache between its passes.
+// - long axes (AxisPiece): the columns are cut into pieces of whole cache
+//   lines, at most kPieceMax floats wide, and each piece makes two
+//   row-major passes, reading row segments of up to 4 KiB with the columns'
+//   state in small arrays in L1 (walking a piece down a few columns at a
+//   time instead touches a new page every 512 bytes and, for power-of-two
+//   inner dimensions, a handful of cache sets). The first pass sums the
+//   exponentials against a running shift that only moves when a value
+//   exceeds it by more than kGap, so it needs no maximum pass before it;
+//   the second divides. Three passes (maximum, exponentials, division)
+//   measured 1 thread, Gelem/s: 1024 x 1024 1.62 -> 1.83, 2048 x 2048
+//   1.51 -> 1.96, 4096 x 4096 0.97 -> 1.16, 2048 x 256 1.68 -> 2.17.
+// - short axes (softmax_axis_short below): a block of 8 vectors of columns
+//   at a time with its state in registers, walked down the axis for each of
+//   three passes (maximum, exponentials, division), since a short block
+//   stays in cache between them.
+//
+// Each scheme's result for a column depends on that column's elements alone
+// (never on its neighbours, the piece it falls in or the thread count); the
+// two schemes shift by different amounts, so their bits differ.
 #pragma once
 
 #include <cmath>
@@ -28,25 +34,36 @@
 namespace ak {
 namespace AK_ISA_NS {
 
-constexpr std::int64_t kPieceMax = 1024; // floats: 4 KiB row segments, 12 KiB of state
+constexpr std::int64_t kPieceMax = 1024; // floats: 4 KiB row segments, 16 KiB of state
 // Rows requested ahead of each pass: the segments of a piece are a page
 // apart or more, where the hardware prefetchers stop (2048 x 2048, 1
 // thread: 0.9 -> 1.4 Gelem/s).
 constexpr std::int64_t kRowsAhead = 8;
 
 // One piece: columns [0, width) of an [axis_len, inner] plane. Every step is
-// per lane, bar the choice of exp per vector (below), so a column's result
-// depends on its own elements alone, never on the piece it falls in.
+// per lane, bar the choice of exp per vector (see refresh_shifted), so a
+// column's result depends on its own elements alone, never on the piece it
+// falls in.
+//
+// Column j's result is y = exp(x - m[j]) / s[j], with m[j] its final shift
+// and s[j] the compensated sum of those exponentials, the same bits from
+// either form of the second pass: out of place (Keep), the first pass
+// stores each exponential in y and the second divides it, recomputing it
+// from x only in the rows a later move of the shift made stale (redo); in
+// place, x must survive the first pass, so the second recomputes every
+// exponential (twice the exps: 1024 x 1024 runs ~25 % slower).
 template <class V> struct AxisPiece {
   using reg = typename V::reg;
   static constexpr int W = V::width;
-  static constexpr int R = 4; // rows per step of the first two passes
+  static constexpr int R = 4; // rows per step
 
   const float *x;
   float *y;
   std::int64_t axis_len, inner, width;
-  float *m, *s, *c; // per column: maximum (then shift), sum, compensation
-  bool *shifted;    // per vector: every lane's shift suits vexp_shifted
+  float *m, *s, *c;   // per column: shift, sum of exp(x - shift), its compensation
+  float *limit;       // per column: a value above this moves the shift (-inf: none yet)
+  bool *shifted;      // per vector: every lane's shift suits vexp_shifted
+  std::int64_t *redo; // per vector: the exponentials kept in rows below this are stale
 
   // Vector j of a row: whole (Tail false), or the piece's last, n < W lanes
   // wide, padded with -inf on loads.
@@ -79,75 +96,20 @@ template <class V> struct AxisPiece {
     return a + kRowsAhead + rows <= axis_len ? p + (a + kRowsAhead) * inner : nullptr;
   }
 
-  template <int Rows> void max_step(std::int64_t a) const {
-    const float *xa = x + a * inner, *next = ahead(x, a, Rows);
-    each_vector([&](auto tail, std::int64_t j, std::int64_t n) {
-      constexpr bool T = decltype(tail)::value;
-      prefetch_rows<0>(next, Rows, j);
-      reg mx = V::loadu(m + j);
-#pragma GCC unroll 4
-      for (int k = 0; k < Rows; ++k) mx = V::max(mx, load<T>(xa + k * inner, j, n));
-      V::storeu(m + j, mx);
-    });
-  }
+  // A column's shift moves only to a value more than kGap above it, so
+  // every exponential stays below e^32 (a sum of any length stays finite)
+  // and a column whose values lie within 32 of each other sets its shift
+  // once, at its first step. A later move multiplies the sum so far by
+  // exp(old - new): one more rounding, on a part of the sum made of terms
+  // at most 1, beside the new largest term, exactly 1.
+  static constexpr float kGap = 32.0f;
 
-  // Turns each column's maximum into its shift (0 for an all -inf column,
-  // so that exp gives 0 there, not NaN) and picks each vector's exp:
-  // vexp_shifted where every lane's shift is a number within its range,
-  // else vexp_diff (a NaN or infinite maximum, or beyond +-65536). Both
-  // give the same bits on a lane that suits vexp_shifted, so grouping
-  // lanes into vectors changes no result.
-  void choose_shifts() const {
-    const float lowest = std::numeric_limits<float>::lowest();
-    for (std::int64_t j = 0, v = 0; j < width; j += W, ++v) {
-      bool fits = true;
-      for (int i = 0; i < W; ++i) {
-        if (m[j + i] < lowest) m[j + i] = 0.0f;
-        fits = fits && std::fabs(m[j + i]) <= kShiftedExpMaxShift; // false for NaN
-      }
-      shifted[v] = fits;
-    }
-  }
-
-  // Sums: every exponential goes into its column's compensated (Kahan)
-  // running sum. Adding a step's R terms in float first measured errors up
-  // to 2.2e-7 relative in a result (a 7-element column; DESIGN.md's bound is
-  // 2e-7), for about 10 % less time.
-  template <int Rows> void exp_step(std::int64_t a) const {
-    const float *xa = x + a * inner, *x_next = ahead(x, a, Rows), *y_next = ahead(y, a, Rows);
-    float *ya = y + a * inner;
-    each_vector([&](auto tail, std::int64_t j, std::int64_t n) {
-      constexpr bool T = decltype(tail)::value;
-      prefetch_rows<0>(x_next, Rows, j);
-      prefetch_rows<1>(y_next, Rows, j);
-      // Every load before any store: x and y rows equal modulo 4 KiB (inner
-      // a multiple of 1024 floats, two buffers aligned alike) made each
-      // load wait on the previous row's store (16 x 4096 and 16 x 32768, 1
-      // thread: 1.7-1.8 -> 2.0-2.1 Gelem/s with the loads first).
-      reg e[Rows];
-#pragma GCC unroll 4
-      for (int k = 0; k < Rows; ++k) e[k] = load<T>(xa + k * inner, j, n);
-      const reg shift = V::loadu(m + j);
-      if (shifted[j / W]) {
-        const reg floor = V::sub(shift, V::set1(kShiftedExpFloor));
-#pragma GCC unroll 4
-        for (int k = 0; k < Rows; ++k) e[k] = vexp_shifted<V>(e[k], shift, floor);
-      } else {
-#pragma GCC unroll 4
-        for (int k = 0; k < Rows; ++k) e[k] = vexp_diff<V>(e[k], shift);
-      }
-#pragma GCC unroll 4
-      for (int k = 0; k < Rows; ++k) store<T>(ya + k * inner, j, n, e[k]);
-      reg sum = V::loadu(s + j), comp = V::loadu(c + j);
-#pragma GCC unroll 4
-      for (int k = 0; k < Rows; ++k) {
-        const reg term = V::sub(e[k], comp), t = V::add(sum, term);
-        comp = V::sub(V::sub(t, sum), term);
-        sum = t;
-      }
-      V::storeu(s + j, sum);
-      V::storeu(c + j, comp);
-    });
+  // shifted[v] from the shifts of vector v: every lane within vexp_shifted's
+  // range (else vexp_diff; both give the same bits where both apply).
+  void refresh_shifted(std::int64_t j) const {
+    bool fits = true;
+    for (int i = 0; i < W; ++i) fits = fits && std::fabs(m[j + i]) <= kShiftedExpMaxShift;
+    shifted[j / W] = fits;
   }
 
   // s -> the denominator (1 where s is 0: an all -inf column, whose weights
@@ -162,49 +124,126 @@ template <class V> struct AxisPiece {
     }
   }
 
-  void divide_row(std::int64_t a) const {
+  // First pass, rows [a, a + Rows): move the shifts these rows need, then
+  // add their exponentials to each column's compensated (Kahan) sum, every
+  // term on its own (float partials of 4 measured 2.2e-7 relative errors;
+  // DESIGN.md's bound is 2e-7); with Keep, store them in y.
+  template <int Rows, bool Keep> void stats_step(std::int64_t a) const {
+    const float *xa = x + a * inner, *next = ahead(x, a, Rows);
+    const float *y_next = Keep ? ahead(y, a, Rows) : nullptr;
     float *ya = y + a * inner;
-    const float *next = ahead(y, a, 1);
     each_vector([&](auto tail, std::int64_t j, std::int64_t n) {
       constexpr bool T = decltype(tail)::value;
-      prefetch_rows<1>(next, 1, j);
-      store<T>(ya, j, n, divide_by<V>(load<T>(ya, j, n), V::loadu(s + j), V::loadu(c + j)));
+      prefetch_rows<0>(next, Rows, j);
+      prefetch_rows<1>(y_next, Rows, j);
+      reg e[Rows];
+#pragma GCC unroll 4
+      for (int k = 0; k < Rows; ++k) e[k] = load<T>(xa + k * inner, j, n);
+      reg top = e[0];
+#pragma GCC unroll 4
+      for (int k = 1; k < Rows; ++k) top = V::max(top, e[k]);
+      reg shift = V::loadu(m + j), sum = V::loadu(s + j), comp = V::loadu(c + j);
+      const reg lim = V::loadu(limit + j);
+      if (V::any_lt(lim, top)) {
+        const reg raised = V::lt_select(lim, top, top, shift);
+        // a column's first shift (limit -inf) scales its empty sum by 0,
+        // not by exp(0 - raised), which may be +inf
+        const reg first = V::lt_select(lim, V::set1(std::numeric_limits<float>::lowest()),
+                                       V::zero(), vexp_diff<V>(shift, raised));
+        const reg factor = V::lt_select(lim, top, first, V::set1(1.0f));
+        sum = V::mul(sum, factor);
+        comp = V::mul(comp, factor);
+        shift = raised;
+        V::storeu(m + j, shift);
+        V::storeu(limit + j, V::lt_select(lim, top, V::add(raised, V::set1(kGap)), lim));
+        refresh_shifted(j);
+        redo[j / W] = a;
+      }
+      if (shifted[j / W]) {
+        const reg floor = V::sub(shift, V::set1(kShiftedExpFloor));
+#pragma GCC unroll 4
+        for (int k = 0; k < Rows; ++k) e[k] = vexp_shifted<V>(e[k], shift, floor);
+      } else {
+#pragma GCC unroll 4
+        for (int k = 0; k < Rows; ++k) e[k] = vexp_diff<V>(e[k], shift);
+      }
+      if constexpr (Keep) {
+#pragma GCC unroll 4
+        for (int k = 0; k < Rows; ++k) store<T>(ya + k * inner, j, n, e[k]);
+      }
+#pragma GCC unroll 4
+      for (int k = 0; k < Rows; ++k) {
+        const reg term = V::sub(e[k], comp), t = V::add(sum, term);
+        comp = V::sub(V::sub(t, sum), term);
+        sum = t;
+      }
+      V::storeu(s + j, sum);
+      V::storeu(c + j, comp);
     });
   }
 
-  void run() const {
+  // Second pass, rows [a, a + Rows): y = exp(x - shift) / sum, the
+  // exponential from y where the first pass kept a current one.
+  template <int Rows, bool Kept> void output_step(std::int64_t a) const {
+    const float *xa = x + a * inner;
+    float *ya = y + a * inner;
+    const float *next = ahead(Kept ? y : x, a, Rows);
+    each_vector([&](auto tail, std::int64_t j, std::int64_t n) {
+      constexpr bool T = decltype(tail)::value;
+      prefetch_rows<Kept ? 1 : 0>(next, Rows, j);
+      reg e[Rows];
+      if (Kept && a >= redo[j / W]) {
+#pragma GCC unroll 4
+        for (int k = 0; k < Rows; ++k) e[k] = load<T>(ya + k * inner, j, n);
+      } else {
+#pragma GCC unroll 4
+        for (int k = 0; k < Rows; ++k) e[k] = load<T>(xa + k * inner, j, n);
+        const reg shift = V::loadu(m + j);
+        if (shifted[j / W]) {
+          const reg floor = V::sub(shift, V::set1(kShiftedExpFloor));
+#pragma GCC unroll 4
+          for (int k = 0; k < Rows; ++k) e[k] = vexp_shifted<V>(e[k], shift, floor);
+        } else {
+#pragma GCC unroll 4
+          for (int k = 0; k < Rows; ++k) e[k] = vexp_diff<V>(e[k], shift);
+        }
+      }
+      const reg d = V::loadu(s + j), inv = V::loadu(c + j);
+#pragma GCC unroll 4
+      for (int k = 0; k < Rows; ++k) store<T>(ya + k * inner, j, n, divide_by<V>(e[k], d, inv));
+    });
+  }
+
+  template <bool Keep> void run() const {
     const std::int64_t padded = (width + W - 1) / W * W;
     for (std::int64_t j = 0; j < padded; ++j) {
-      m[j] = -std::numeric_limits<float>::infinity();
+      m[j] = 0.0f;
+      limit[j] = -std::numeric_limits<float>::infinity();
       s[j] = 0.0f;
       c[j] = 0.0f;
     }
-    // Groups of R rows, then single rows: fixed by axis_len alone.
+    for (std::int64_t v = 0; v < padded / W; ++v) {
+      shifted[v] = true;
+      redo[v] = 0;
+    }
     const std::int64_t grouped = axis_len / R * R;
-    for (std::int64_t a = 0; a < grouped; a += R) max_step<R>(a);
-    for (std::int64_t a = grouped; a < axis_len; ++a) max_step<1>(a);
-    choose_shifts();
-    for (std::int64_t a = 0; a < grouped; a += R) exp_step<R>(a);
-    for (std::int64_t a = grouped; a < axis_len; ++a) exp_step<1>(a);
+    for (std::int64_t a = 0; a < grouped; a += R) stats_step<R, Keep>(a);
+    for (std::int64_t a = grouped; a < axis_len; ++a) stats_step<1, Keep>(a);
     finish_sums();
-    for (std::int64_t a = 0; a < axis_len; ++a) divide_row(a);
+    for (std::int64_t a = 0; a < grouped; a += R) output_step<R, Keep>(a);
+    for (std::int64_t a = grouped; a < axis_len; ++a) output_step<1, Keep>(a);
   }
 };
 
 // Short axes: a block of NB vectors of columns at a time, its columns'
 // maxima, sums and compensations in registers, three passes down its rows.
-// The block (axis_len rows of NB * W floats, 128 KiB at most) stays in L2
+// The block (axis_len rows of NB * W floats, 16 KiB at most) stays in L1
 // between the passes and no per-column state goes through memory, which
-// the pieces above load and store at every step: 1 thread, Gelem/s, pieces
-// -> blocks: 16 x 32768 1.87 -> 2.10, 32 x 16384 1.91 -> 2.12, 128 x 128
-// 2.01 -> 2.30, 256 x 256 1.94 -> 2.29. From 512 rows on the pieces win
-// (1024 x 1024: 2.02 against 1.75): a block's rows are a page apart or more
-// and its passes go down them one 512-byte segment at a time.
+// the pieces above load and store at every step (see kShortAxisMax).
 
 // One block: NB vectors of columns from x and y; with Tail, NB = 1 and the
-// vector holds only the first n < W columns (loads padded with -inf). The
-// arithmetic per column is that of AxisPiece, step for step, so a column
-// gets the same bits from either path.
+// vector holds only the first n < W columns (loads padded with -inf). A
+// column is shifted by its maximum, per lane, so its bits are its own.
 template <class V, int NB, bool Tail>
 void softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::int64_t inner,
                         std::int64_t n) {
@@ -228,10 +267,11 @@ void softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
   reg shift[NB], sum[NB], comp[NB];
   for (int v = 0; v < NB; ++v) shift[v] = V::set1(ninf);
   for (std::int64_t a = 0; a < axis_len; ++a)
-#pragma GCC unroll 8
+#pragma GCC unroll 4
     for (int v = 0; v < NB; ++v) shift[v] = V::max(shift[v], load(x + a * inner + v * W));
-  // As choose_shifts: an all -inf column shifts by 0; vexp_shifted only if
-  // every lane of the block suits it (it and vexp_diff agree on such lanes).
+  // An all -inf column shifts by 0 (exp then gives 0, not NaN); vexp_shifted
+  // only if every lane of the block suits it (it and vexp_diff agree on
+  // such lanes).
   const reg zero = V::zero(), one = V::set1(1.0f);
   const reg lowest = V::set1(std::numeric_limits<float>::lowest());
   const reg limit = V::set1(kShiftedExpMaxShift);
@@ -246,7 +286,7 @@ void softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
   }
   const auto exp_pass = [&](const auto &exp_of) {
     for (std::int64_t a = 0; a < axis_len; ++a)
-#pragma GCC unroll 8
+#pragma GCC unroll 4
       for (int v = 0; v < NB; ++v) {
         const reg e = exp_of(v, load(x + a * inner + v * W));
         store(y + a * inner + v * W, e);
@@ -270,18 +310,21 @@ void softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
     inv[v] = V::div(one, sum[v]);
   }
   for (std::int64_t a = 0; a < axis_len; ++a)
-#pragma GCC unroll 8
+#pragma GCC unroll 4
     for (int v = 0; v < NB; ++v) {
       float *p = y + a * inner + v * W;
       store(p, divide_by<V>(load(p), sum[v], inv[v]));
     }
 }
 
-// Axes up to this long take the blocks. AVX2's blocks of 256-byte row
-// segments lose to the pieces earlier: 1 thread, Gelem/s, pieces / blocks:
-// 16 x 32768 1.17 / 1.24, 64 x 16384 1.18 / 1.12, 256 x 4096 1.25 / 1.09,
-// 256 x 256 1.31 / 1.41.
-template <class V> constexpr std::int64_t short_axis_max() { return V::width >= 16 ? 256 : 32; }
+// Axes up to this long take the blocks; longer ones, the pieces, whose two
+// passes win from about there on. 1 thread, Gelem/s, blocks / pieces:
+// - AVX-512: 8 x 32768 1.64 / 1.51, 16 x 32768 1.67 / 1.64, 32 x 8192
+//   1.77 / 1.77, 64 x 16384 1.53 / 1.68, 128 x 128 1.73 / 1.81, 256 x 256
+//   1.81 / 1.93, 256 x 4096 1.74 / 1.96;
+// - AVX2: 4 x 8192 0.88 / 0.63, 32 x 8192 0.95 / 0.89, 128 x 128
+//   1.03 / 0.98, 256 x 256 0.97 / 1.07.
+constexpr std::int64_t kShortAxisMax = 32;
 
 // Short axes: blocks of 8 vectors, then single vectors, then
 // the last partial vector, each (outer, block) one work item.
@@ -319,7 +362,7 @@ void softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
   // A thread per 32768 elements at least: 128 x 128 measured 1.6x slower on
   // two threads than on one (per-thread work of a few microseconds).
   threads = threads_for_work(threads, static_cast<double>(outer) * axis_len * inner, 1 << 15);
-  if (axis_len <= short_axis_max<V>()) {
+  if (axis_len <= kShortAxisMax) {
     softmax_axis_short<V>(outer, axis_len, inner, x, y, threads);
     return;
   }
@@ -338,12 +381,19 @@ void softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
   const std::int64_t width = piece_lines * 16;
   pieces = (lines + piece_lines - 1) / piece_lines;
   parallel_for_static(threads, outer * pieces, [&](std::int64_t op) {
-    alignas(64) float state[3][kPieceMax];
-    bool shifted[kPieceMax];
+    alignas(64) float state[4][kPieceMax];
+    constexpr std::int64_t vectors = kPieceMax / V::width;
+    bool shifted[vectors];
+    std::int64_t redo[vectors];
     const std::int64_t o = op / pieces, p = op % pieces;
     const std::int64_t off = o * axis_len * inner + p * width;
     const std::int64_t w = p + 1 < pieces ? width : inner - p * width;
-    AxisPiece<V>{x + off, y + off, axis_len, inner, w, state[0], state[1], state[2], shifted}.run();
+    const AxisPiece<V> piece{x + off,  y + off,  axis_len, inner,   w,   state[0],
+                             state[1], state[2], state[3], shifted, redo};
+    if (x != y)
+      piece.template run<true>();
+    else // in place: x must survive the first pass
+      piece.template run<false>();
   });
 }
 
