@@ -10,8 +10,9 @@
 //   time instead touches a new page every 512 bytes and, for power-of-two
 //   inner dimensions, a handful of cache sets). The first pass sums the
 //   exponentials against a running shift that only moves when a value
-//   exceeds it by more than kGap, so it needs no maximum pass before it;
-//   the second divides. Three passes (maximum, exponentials, division)
+//   exceeds it by more than kGap, so it needs no maximum pass before it
+//   (in place, a pass of loads and compares finds the final shifts first),
+//   and keeps them in y; the second divides. Three passes (maximum, exponentials, division)
 //   measured 1 thread, Gelem/s: 1024 x 1024 1.62 -> 1.83, 2048 x 2048
 //   1.51 -> 1.96, 4096 x 4096 0.97 -> 1.16, 2048 x 256 1.68 -> 2.17.
 // - short axes (softmax_axis_short below): a block of 8 vectors of columns
@@ -34,7 +35,7 @@
 namespace ak {
 namespace AK_ISA_NS {
 
-constexpr std::int64_t kPieceMax = 1024; // floats: 4 KiB row segments, 16 KiB of state
+constexpr std::int64_t kPieceMax = 1024; // floats: 4 KiB row segments, 20 KiB of state
 // Rows requested ahead of each pass: the segments of a piece are a page
 // apart or more, where the hardware prefetchers stop (2048 x 2048, 1
 // thread: 0.9 -> 1.4 Gelem/s).
@@ -46,12 +47,14 @@ constexpr std::int64_t kRowsAhead = 8;
 // falls in.
 //
 // Column j's result is y = exp(x - m[j]) / s[j], with m[j] its final shift
-// and s[j] the compensated sum of those exponentials, the same bits from
-// either form of the second pass: out of place (Keep), the first pass
-// stores each exponential in y and the second divides it, recomputing it
-// from x only in the rows a later move of the shift made stale (redo); in
-// place, x must survive the first pass, so the second recomputes every
-// exponential (twice the exps: 1024 x 1024 runs ~25 % slower).
+// and s[j] the compensated sum of the exponentials against the shift of
+// their time. The first pass keeps the exponentials in y and the second
+// divides them. Out of place, the second recomputes from x the rows that a
+// later move of the shift made stale (redo); in place, x is gone by then,
+// so a pass of loads and compares finds the final shifts first and the
+// first pass stores those rows against them. Either way the same bits.
+// (In place, recomputing every exponential in the second pass instead ran
+// 1024 x 1024 at 1.3-1.6 Gelem/s against 1.8-2.0 this way, 1 thread.)
 template <class V> struct AxisPiece {
   using reg = typename V::reg;
   static constexpr int W = V::width;
@@ -64,6 +67,11 @@ template <class V> struct AxisPiece {
   float *limit;       // per column: a value above this moves the shift (-inf: none yet)
   bool *shifted;      // per vector: every lane's shift suits vexp_shifted
   std::int64_t *redo; // per vector: the exponentials kept in rows below this are stale
+  // In place only: the final shifts and their exp choice, found by a first
+  // pass, and per vector the step of its last move.
+  float *fm;
+  bool *fshifted;
+  std::int64_t *last;
 
   // Vector j of a row: whole (Tail false), or the piece's last, n < W lanes
   // wide, padded with -inf on loads.
@@ -124,50 +132,92 @@ template <class V> struct AxisPiece {
     }
   }
 
+  // Exponentials of Rows row vectors against a shift, with the vector's exp.
+  template <int Rows> void exps(reg (&e)[Rows], reg shift, bool use_shifted) const {
+    if (use_shifted) {
+      const reg floor = V::sub(shift, V::set1(kShiftedExpFloor));
+#pragma GCC unroll 4
+      for (int k = 0; k < Rows; ++k) e[k] = vexp_shifted<V>(e[k], shift, floor);
+    } else {
+#pragma GCC unroll 4
+      for (int k = 0; k < Rows; ++k) e[k] = vexp_diff<V>(e[k], shift);
+    }
+  }
+
+  // Moves the shifts of vector j's lanes that `top` (the largest of rows
+  // [a, a + Rows)) passes by more than kGap, scaling their sums to match;
+  // redo[j / W] = a when any lane moves.
+  void move_shifts(std::int64_t j, std::int64_t a, reg top, reg &shift, reg &sum, reg &comp) const {
+    const reg lim = V::loadu(limit + j);
+    if (!V::any_lt(lim, top)) return;
+    const reg raised = V::lt_select(lim, top, top, shift);
+    // a column's first shift (limit -inf) scales its empty sum by 0, not by
+    // exp(0 - raised), which may be +inf
+    const reg first = V::lt_select(lim, V::set1(std::numeric_limits<float>::lowest()), V::zero(),
+                                   vexp_diff<V>(shift, raised));
+    const reg factor = V::lt_select(lim, top, first, V::set1(1.0f));
+    sum = V::mul(sum, factor);
+    comp = V::mul(comp, factor);
+    shift = raised;
+    V::storeu(m + j, shift);
+    V::storeu(limit + j, V::lt_select(lim, top, V::add(raised, V::set1(kGap)), lim));
+    refresh_shifted(j);
+    redo[j / W] = a;
+  }
+
+  template <int Rows, bool Tail>
+  reg load_rows(reg (&e)[Rows], const float *xa, std::int64_t j, std::int64_t n) const {
+#pragma GCC unroll 4
+    for (int k = 0; k < Rows; ++k) e[k] = load<Tail>(xa + k * inner, j, n);
+    reg top = e[0];
+#pragma GCC unroll 4
+    for (int k = 1; k < Rows; ++k) top = V::max(top, e[k]);
+    return top;
+  }
+
+  // In place only, rows [a, a + Rows): the shift moves alone, no sums, so
+  // that the first pass knows each column's final shift before it
+  // overwrites x.
+  template <int Rows> void shift_step(std::int64_t a) const {
+    const float *xa = x + a * inner, *next = ahead(x, a, Rows);
+    each_vector([&](auto tail, std::int64_t j, std::int64_t n) {
+      prefetch_rows<0>(next, Rows, j);
+      reg e[Rows];
+      const reg top = load_rows<Rows, decltype(tail)::value>(e, xa, j, n);
+      reg shift = V::loadu(m + j), sum = V::zero(), comp = V::zero();
+      move_shifts(j, a, top, shift, sum, comp);
+    });
+  }
+
   // First pass, rows [a, a + Rows): move the shifts these rows need, then
   // add their exponentials to each column's compensated (Kahan) sum, every
   // term on its own (float partials of 4 measured 2.2e-7 relative errors;
-  // DESIGN.md's bound is 2e-7); with Keep, store them in y.
-  template <int Rows, bool Keep> void stats_step(std::int64_t a) const {
+  // DESIGN.md's bound is 2e-7), and keep them in y. In place (Final), rows
+  // before a vector's last move store the exponentials against the final
+  // shifts (fm, fshifted, last) instead, since x will not be there to
+  // recompute them.
+  template <int Rows, bool Final> void stats_step(std::int64_t a) const {
     const float *xa = x + a * inner, *next = ahead(x, a, Rows);
-    const float *y_next = Keep ? ahead(y, a, Rows) : nullptr;
+    const float *y_next = Final ? nullptr : ahead(y, a, Rows);
     float *ya = y + a * inner;
     each_vector([&](auto tail, std::int64_t j, std::int64_t n) {
       constexpr bool T = decltype(tail)::value;
       prefetch_rows<0>(next, Rows, j);
       prefetch_rows<1>(y_next, Rows, j);
       reg e[Rows];
-#pragma GCC unroll 4
-      for (int k = 0; k < Rows; ++k) e[k] = load<T>(xa + k * inner, j, n);
-      reg top = e[0];
-#pragma GCC unroll 4
-      for (int k = 1; k < Rows; ++k) top = V::max(top, e[k]);
+      const reg top = load_rows<Rows, T>(e, xa, j, n);
       reg shift = V::loadu(m + j), sum = V::loadu(s + j), comp = V::loadu(c + j);
-      const reg lim = V::loadu(limit + j);
-      if (V::any_lt(lim, top)) {
-        const reg raised = V::lt_select(lim, top, top, shift);
-        // a column's first shift (limit -inf) scales its empty sum by 0,
-        // not by exp(0 - raised), which may be +inf
-        const reg first = V::lt_select(lim, V::set1(std::numeric_limits<float>::lowest()),
-                                       V::zero(), vexp_diff<V>(shift, raised));
-        const reg factor = V::lt_select(lim, top, first, V::set1(1.0f));
-        sum = V::mul(sum, factor);
-        comp = V::mul(comp, factor);
-        shift = raised;
-        V::storeu(m + j, shift);
-        V::storeu(limit + j, V::lt_select(lim, top, V::add(raised, V::set1(kGap)), lim));
-        refresh_shifted(j);
-        redo[j / W] = a;
-      }
-      if (shifted[j / W]) {
-        const reg floor = V::sub(shift, V::set1(kShiftedExpFloor));
+      move_shifts(j, a, top, shift, sum, comp);
+      if (Final && a < last[j / W]) {
+        reg f[Rows];
 #pragma GCC unroll 4
-        for (int k = 0; k < Rows; ++k) e[k] = vexp_shifted<V>(e[k], shift, floor);
+        for (int k = 0; k < Rows; ++k) f[k] = e[k];
+        exps<Rows>(f, V::loadu(fm + j), fshifted[j / W]);
+#pragma GCC unroll 4
+        for (int k = 0; k < Rows; ++k) store<T>(ya + k * inner, j, n, f[k]);
+        exps<Rows>(e, shift, shifted[j / W]);
       } else {
-#pragma GCC unroll 4
-        for (int k = 0; k < Rows; ++k) e[k] = vexp_diff<V>(e[k], shift);
-      }
-      if constexpr (Keep) {
+        exps<Rows>(e, shift, shifted[j / W]);
 #pragma GCC unroll 4
         for (int k = 0; k < Rows; ++k) store<T>(ya + k * inner, j, n, e[k]);
       }
@@ -183,30 +233,21 @@ template <class V> struct AxisPiece {
   }
 
   // Second pass, rows [a, a + Rows): y = exp(x - shift) / sum, the
-  // exponential from y where the first pass kept a current one.
-  template <int Rows, bool Kept> void output_step(std::int64_t a) const {
+  // exponential kept in y unless a later move made it stale.
+  template <int Rows> void output_step(std::int64_t a) const {
     const float *xa = x + a * inner;
     float *ya = y + a * inner;
-    const float *next = ahead(Kept ? y : x, a, Rows);
+    const float *next = ahead(y, a, Rows);
     each_vector([&](auto tail, std::int64_t j, std::int64_t n) {
       constexpr bool T = decltype(tail)::value;
-      prefetch_rows<Kept ? 1 : 0>(next, Rows, j);
+      prefetch_rows<1>(next, Rows, j);
       reg e[Rows];
-      if (Kept && a >= redo[j / W]) {
+      if (a >= redo[j / W]) {
 #pragma GCC unroll 4
         for (int k = 0; k < Rows; ++k) e[k] = load<T>(ya + k * inner, j, n);
       } else {
-#pragma GCC unroll 4
-        for (int k = 0; k < Rows; ++k) e[k] = load<T>(xa + k * inner, j, n);
-        const reg shift = V::loadu(m + j);
-        if (shifted[j / W]) {
-          const reg floor = V::sub(shift, V::set1(kShiftedExpFloor));
-#pragma GCC unroll 4
-          for (int k = 0; k < Rows; ++k) e[k] = vexp_shifted<V>(e[k], shift, floor);
-        } else {
-#pragma GCC unroll 4
-          for (int k = 0; k < Rows; ++k) e[k] = vexp_diff<V>(e[k], shift);
-        }
+        load_rows<Rows, T>(e, xa, j, n);
+        exps<Rows>(e, V::loadu(m + j), shifted[j / W]);
       }
       const reg d = V::loadu(s + j), inv = V::loadu(c + j);
 #pragma GCC unroll 4
@@ -214,7 +255,7 @@ template <class V> struct AxisPiece {
     });
   }
 
-  template <bool Keep> void run() const {
+  void reset() const {
     const std::int64_t padded = (width + W - 1) / W * W;
     for (std::int64_t j = 0; j < padded; ++j) {
       m[j] = 0.0f;
@@ -226,12 +267,37 @@ template <class V> struct AxisPiece {
       shifted[v] = true;
       redo[v] = 0;
     }
+  }
+
+  // Steps of R rows, then single rows: fixed by axis_len alone, the same in
+  // every pass.
+  template <class Step> void each_step(const Step &step) const {
     const std::int64_t grouped = axis_len / R * R;
-    for (std::int64_t a = 0; a < grouped; a += R) stats_step<R, Keep>(a);
-    for (std::int64_t a = grouped; a < axis_len; ++a) stats_step<1, Keep>(a);
+    for (std::int64_t a = 0; a < grouped; a += R) step(std::integral_constant<int, R>{}, a);
+    for (std::int64_t a = grouped; a < axis_len; ++a) step(std::integral_constant<int, 1>{}, a);
+  }
+
+  void run() const {
+    const bool in_place = x == y;
+    if (in_place) { // the final shifts first (a pass of loads and compares)
+      reset();
+      each_step([&](auto rows, std::int64_t a) { shift_step<decltype(rows)::value>(a); });
+      const std::int64_t padded = (width + W - 1) / W * W;
+      for (std::int64_t j = 0; j < padded; ++j) fm[j] = m[j];
+      for (std::int64_t v = 0; v < padded / W; ++v) {
+        fshifted[v] = shifted[v];
+        last[v] = redo[v];
+      }
+    }
+    reset();
+    if (in_place)
+      each_step([&](auto rows, std::int64_t a) { stats_step<decltype(rows)::value, true>(a); });
+    else
+      each_step([&](auto rows, std::int64_t a) { stats_step<decltype(rows)::value, false>(a); });
     finish_sums();
-    for (std::int64_t a = 0; a < grouped; a += R) output_step<R, Keep>(a);
-    for (std::int64_t a = grouped; a < axis_len; ++a) output_step<1, Keep>(a);
+    if (in_place) // every kept exponential is against the final shift
+      for (std::int64_t v = 0; v < (width + W - 1) / W; ++v) redo[v] = 0;
+    each_step([&](auto rows, std::int64_t a) { output_step<decltype(rows)::value>(a); });
   }
 };
 
@@ -381,19 +447,16 @@ void softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
   const std::int64_t width = piece_lines * 16;
   pieces = (lines + piece_lines - 1) / piece_lines;
   parallel_for_static(threads, outer * pieces, [&](std::int64_t op) {
-    alignas(64) float state[4][kPieceMax];
+    alignas(64) float state[5][kPieceMax];
     constexpr std::int64_t vectors = kPieceMax / V::width;
-    bool shifted[vectors];
-    std::int64_t redo[vectors];
+    bool shifted[2][vectors];
+    std::int64_t steps[2][vectors];
     const std::int64_t o = op / pieces, p = op % pieces;
     const std::int64_t off = o * axis_len * inner + p * width;
     const std::int64_t w = p + 1 < pieces ? width : inner - p * width;
-    const AxisPiece<V> piece{x + off,  y + off,  axis_len, inner,   w,   state[0],
-                             state[1], state[2], state[3], shifted, redo};
-    if (x != y)
-      piece.template run<true>();
-    else // in place: x must survive the first pass
-      piece.template run<false>();
+    AxisPiece<V>{x + off,  y + off,  axis_len,   inner,    w,        state[0],   state[1],
+                 state[2], state[3], shifted[0], steps[0], state[4], shifted[1], steps[1]}
+        .run();
   });
 }
 
