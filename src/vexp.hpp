@@ -60,12 +60,17 @@ template <class V> inline typename V::reg vexp_reduced(typename V::reg x, typena
 // x: the clamp is ordered so that a NaN x passes through it (max and min
 // return their second operand when either is NaN, on every instruction set
 // here); below -104 the scaled result rounds to 0, above 88.75 to +inf. lo
-// is NaN where x is infinite (see vexp_diff), so it is dropped there.
+// is dropped where x is outside the clamp, where it can be as large as half
+// an ulp of a huge x (x = -1e20 carries lo up to 2^42, which would wreck the
+// reduction: NaN for 1e20-scale softmax inputs before), and where it is NaN
+// (an infinite x, see vexp_diff).
 template <class V> inline typename V::reg vexp_clamp(typename V::reg x) {
   return V::min(V::set1(88.75f), V::max(V::set1(-104.0f), x));
 }
 
 template <class V> inline typename V::reg vexp_corrected(typename V::reg x, typename V::reg lo) {
+  lo = V::lt_select(x, V::set1(-104.0f), V::zero(), lo);
+  lo = V::lt_select(V::set1(88.75f), x, V::zero(), lo);
   return vexp_reduced<V>(vexp_clamp<V>(x), V::nan_select(lo, V::zero(), lo));
 }
 

@@ -207,8 +207,12 @@ TEST_P(Softmax, ShortRowsSameBitsAloneOrGrouped) {
 // Finite inputs of any magnitude never overflow: max is subtracted first.
 TEST_P(Softmax, HugeMagnitudesNeverOverflow) {
   const float big = 1e38f, max = std::numeric_limits<float>::max();
-  const std::vector<std::vector<float>> rows = {
-      {big, -big, 0.0f, big}, {-max, max}, {max, max, max}, {-max, -max}, {big, big * 0.5f}};
+  std::vector<std::vector<float>> rows = {
+      {big, -big, 0.0f, big}, {-max, max},  {max, max, max}, {-max, -max},
+      {big, big * 0.5f},      {1.0f, 1e20f}}; // 1 - 1e20 is inexact: its rounding error (2^42) must
+                                              // not reach exp
+  for (const float scale : {1e20f, 1e30f})    // inexact differences in every vector lane
+    rows.push_back(random_normal(100, 41, scale));
   for (const auto &x : rows) {
     const std::int64_t n = static_cast<std::int64_t>(x.size());
     std::vector<float> y(x.size()), z(x.size());
@@ -219,6 +223,27 @@ TEST_P(Softmax, HugeMagnitudesNeverOverflow) {
       EXPECT_TRUE(std::isfinite(y[j]));
       EXPECT_FALSE(std::isnan(z[j]));
     }
+  }
+}
+
+// The same along an axis, on both schemes (short axes and pieces), where a
+// moving shift's rescale factor meets inexact differences too: a column of
+// -inf but for -(2^64 - 2^41), 2^63 + 2^40 and 2^64 once gave NaN.
+TEST_P(Softmax, AxisHugeMagnitudesNeverOverflow) {
+  for (const std::int64_t axis : {9, 33, 301}) {
+    SCOPED_TRACE(axis);
+    const std::int64_t inner = 20;
+    std::vector<float> x = random_normal(static_cast<std::size_t>(axis * inner), 43, 1e20f);
+    for (std::int64_t a = 0; a < axis; ++a) {
+      x[a * inner] = a == 0 ? -0x1.fffffcp63f : a == 4 ? 0x1.000002p63f : a == 8 ? 0x1p64f : -kInf;
+      x[a * inner + 1] = 1e30f * static_cast<float>(a % 7) - 3e30f;
+    }
+    std::vector<float> y(x.size());
+    ASSERT_EQ(ak_softmax_axis(1, axis, inner, x.data(), y.data()), AK_OK);
+    const std::vector<double> ref = ref_softmax_axis(1, axis, inner, x.data());
+    for (std::size_t k = 0; k < y.size(); ++k)
+      ASSERT_NEAR(y[k], ref[k], kSoftmaxRel * ref[k] + 1e-38)
+          << "row " << k / inner << " column " << k % inner;
   }
 }
 
