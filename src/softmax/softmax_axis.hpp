@@ -105,11 +105,12 @@ template <class V> struct AxisPiece {
   }
 
   // A column's shift moves only to a value more than kGap above it, so
-  // every exponential stays below e^32 (a sum of any length stays finite)
-  // and a column whose values lie within 32 of each other sets its shift
-  // once, at its first step. A later move multiplies the sum so far by
-  // exp(old - new): one more rounding, on a part of the sum made of terms
-  // at most 1, beside the new largest term, exactly 1.
+  // every exponential stays below e^32 (e^64 for shifts of 2^29 and more,
+  // where shift + 32 may round up to shift + 64; a sum of any length stays
+  // finite either way) and a column whose values lie within 32 of each
+  // other sets its shift once, at its first step. A later move multiplies
+  // the sum so far by exp(old - new): one more rounding, on a part of the
+  // sum made of terms at most 1, beside the new largest term, exactly 1.
   static constexpr float kGap = 32.0f;
 
   // shifted[v] from the shifts of vector v: every lane within vexp_shifted's
