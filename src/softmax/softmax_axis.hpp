@@ -426,8 +426,11 @@ void softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
     softmax_rows<V>(outer, axis_len, x, axis_len, y, axis_len, false, threads);
     return;
   }
-  // A thread per 32768 elements at least: 128 x 128 measured 1.6x slower on
-  // two threads than on one (per-thread work of a few microseconds).
+  // A thread per 32768 elements at least (per-thread work of a few
+  // microseconds below that). With the blocks, 128 x 128 ran 1.6x slower on
+  // two threads than on one; with the pieces it takes now, a threshold of
+  // 8192 made it bimodal on two (1.5-2.8 Gelem/s against 1.9 on one) and
+  // 64 x 512 slower (2.0 -> 0.7-1.5).
   threads = threads_for_work(threads, static_cast<double>(outer) * axis_len * inner, 1 << 15);
   if (axis_len <= kShortAxisMax) {
     softmax_axis_short<V>(outer, axis_len, inner, x, y, threads);
@@ -436,8 +439,9 @@ void softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
   // Pieces of whole lines (16 floats, a multiple of every vector width, so
   // that no two threads write one line of y), at most kPieceMax wide; on
   // several threads, two per thread where the lines allow (1024 x 1024 on
-  // 2 threads: 2.8-3.2 -> 3.2-3.5 Gelem/s against one per thread; each piece's
-  // rows then stay in L2).
+  // 2 threads, measured with the three-pass pieces before aa81bbe: 2.8-3.2
+  // -> 3.2-3.5 Gelem/s against one per thread; each piece's rows then stay
+  // in L2).
   const std::int64_t lines = (inner + 15) / 16;
   std::int64_t pieces = (inner + kPieceMax - 1) / kPieceMax;
   if (threads > 1) {

@@ -20,7 +20,7 @@ struct GemmBlocks : GemmBlocksDefaults {
   static constexpr int width = 16, mr = 12, nv = 2;
   static constexpr std::int64_t mc = 192, kc = 256, nc = 4096;
   static constexpr std::int64_t kc_narrow = 512;
-  using wide_tile = GemmBlocksWide; // the tile for n = 33-64 and 97-128, below
+  using wide_tile = GemmBlocksWide; // for widths it pads no more (sgemm_one), below
 };
 
 // 6 x 64 tile for every product it pads no more than the 12 x 32 tile (n a
