@@ -54,7 +54,10 @@ ak_status ak_softmax_axis(int64_t outer, int64_t axis_len, int64_t inner, const 
     ck.pointer("x", x, total).pointer("y", y, total);
     if (!ck.ok()) return ck.result();
     if (total == 0) return AK_OK;
-    ak::active_kernels().softmax_axis(outer, axis_len, inner, x, y, ak::threads_for_call());
+    if (ak::active_kernels().softmax_axis(outer, axis_len, inner, x, y, ak::threads_for_call()) !=
+        ak::KernelStatus::ok)
+      return ak::capi::fail(AK_ERR_OUT_OF_MEMORY,
+                            "ak_softmax_axis: out of memory for the columns' state");
     return AK_OK;
   });
 }

@@ -57,8 +57,8 @@ struct KernelTable {
   void (*softmax_rows)(std::int64_t rows, std::int64_t cols, const float *x, std::int64_t ldx,
                        float *y, std::int64_t ldy, bool log, int threads);
   // Softmax along the middle axis of a contiguous [outer, axis, inner] tensor.
-  void (*softmax_axis)(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
-                       const float *x, float *y, int threads);
+  KernelStatus (*softmax_axis)(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
+                               const float *x, float *y, int threads);
   KernelStatus (*attention)(const AttentionArgs &args, int threads);
 };
 

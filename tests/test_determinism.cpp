@@ -79,14 +79,16 @@ TEST_P(Determinism, Softmax) {
   expect_same_for_thread_counts(
       [&](float *y) { ASSERT_EQ(ak_log_softmax(rows, cols, x.data(), cols, y, cols), AK_OK); },
       x.size());
-  // softmax_axis: many outer slices; then one slice whose columns are cut
-  // into pieces at different places for each thread count (some columns
-  // past vexp_shifted's range, so that vectors take both exps; some rising,
-  // so that their shifts move).
+  // softmax_axis: many outer slices; one slice whose columns are cut into
+  // pieces at different places for each thread count; one and three slices
+  // whose bands of rows the team shares out (some columns past
+  // vexp_shifted's range, so that vectors take both exps; some rising, so
+  // that their shifts move and the bands' shifts differ).
   struct AxisShape {
     std::int64_t outer, axis, inner;
   };
-  for (const AxisShape a : {AxisShape{7, 301, 143}, AxisShape{1, 37, 2100}}) {
+  for (const AxisShape a : {AxisShape{7, 301, 143}, AxisShape{1, 37, 2100}, AxisShape{1, 301, 640},
+                            AxisShape{3, 200, 700}}) {
     auto t = random_normal(static_cast<std::size_t>(a.outer * a.axis * a.inner), 7, 4.0f);
     for (std::int64_t r = 0; r < a.axis; ++r) {
       for (std::int64_t i = 100; i < a.inner; i += 300)

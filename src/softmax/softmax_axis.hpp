@@ -3,26 +3,30 @@
 // softmax over axis_len elements `inner` floats apart, vectorized across
 // inner. Two schemes, chosen by the shape alone:
 //
-// - long axes (AxisPiece): the columns are cut into pieces of whole cache
-//   lines, at most kPieceMax floats wide, and each piece makes two
-//   row-major passes, reading row segments of up to 4 KiB with the columns'
-//   state in small arrays in L1 (walking a piece down a few columns at a
-//   time instead touches a new page every 512 bytes and, for power-of-two
-//   inner dimensions, a handful of cache sets). The first pass sums the
+// - long axes (AxisBand): the columns are cut into pieces of whole cache
+//   lines, at most kPieceMax floats wide, and the rows into bands (both by
+//   the shape alone). Each band makes two row-major passes over its rows
+//   of a piece, reading row segments of up to 4 KiB with the columns' state
+//   in small arrays in L1 (walking a piece down a few columns at a time
+//   instead touches a new page every 512 bytes and, for power-of-two inner
+//   dimensions, a handful of cache sets). The first pass sums the
 //   exponentials against a running shift that only moves when a value
 //   exceeds it by more than kGap, so it needs no maximum pass before it
 //   (in place, a pass of loads and compares finds the final shifts first),
-//   and keeps them in y; the second divides. Three passes (maximum, exponentials, division)
-//   measured 1 thread, Gelem/s: 1024 x 1024 1.62 -> 1.83, 2048 x 2048
-//   1.51 -> 1.96, 4096 x 4096 0.97 -> 1.16, 2048 x 256 1.68 -> 2.17.
+//   and keeps them in y; a merge of the piece's bands gives each column its
+//   shift and sum; the second pass divides. Three passes (maximum,
+//   exponentials, division) measured 1 thread, Gelem/s: 1024 x 1024 1.62
+//   -> 1.83, 2048 x 2048 1.51 -> 1.96, 4096 x 4096 0.97 -> 1.16, 2048 x
+//   256 1.68 -> 2.17 (with one band, before the bands).
 // - short axes (softmax_axis_short below): a block of 8 vectors of columns
 //   at a time with its state in registers, walked down the axis for each of
 //   three passes (maximum, exponentials, division), since a short block
 //   stays in cache between them.
 //
 // Each scheme's result for a column depends on that column's elements alone
-// (never on its neighbours, the piece it falls in or the thread count); the
-// two schemes shift by different amounts, so their bits differ.
+// (never on its neighbours, the piece it falls in or the thread count; the
+// bands depend on axis_len alone); the two schemes shift by different
+// amounts, so their bits differ.
 #pragma once
 
 #include <cmath>
@@ -30,48 +34,114 @@
 #include <limits>
 #include <type_traits>
 
+#include "../gemm/gemm_common.hpp"
+#include "../kernel_table.hpp"
+#include "../scratch.hpp"
 #include "softmax_kernels.hpp"
 
 namespace ak {
 namespace AK_ISA_NS {
 
-constexpr std::int64_t kPieceMax = 1024; // floats: 4 KiB row segments, 20 KiB of state
+constexpr std::int64_t kPieceMax = 1024; // floats: 4 KiB row segments
 // Rows requested ahead of each pass: the segments of a piece are a page
 // apart or more, where the hardware prefetchers stop (2048 x 2048, 1
 // thread: 0.9 -> 1.4 Gelem/s).
 constexpr std::int64_t kRowsAhead = 8;
+constexpr int kAxisStepRows = 4; // rows per step of a band's passes
 
-// One piece: columns [0, width) of an [axis_len, inner] plane. Every step is
-// per lane, bar the choice of exp per vector (see refresh_shifted), so a
-// column's result depends on its own elements alone, never on the piece it
-// falls in.
+// The axis is cut into bands of rows, a function of its length alone: at
+// most kMaxBands, of at least kMinBandRows rows each (a multiple of the
+// step, but the last). Threads that share one piece take whole bands, so
+// that each writes rows of its own. Split by columns, two threads write
+// into the same pages a few hundred bytes apart, which on this 2-core VM
+// now and then ran at a fraction of the speed (lines not shared; the
+// prefetchers are the likely cause): two threads scaling the two halves of
+// every 4 KiB row of a 512 KiB matrix, in place, ran at 1-4 Gelem/s against
+// 12 with half of the rows each; reading alone lost nothing.
+
+constexpr std::int64_t kMinBandRows = 64, kMaxBands = 16;
+
+struct AxisBands {
+  std::int64_t count, rows; // rows per band; the last may have fewer
+};
+inline AxisBands axis_bands(std::int64_t axis_len) {
+  std::int64_t count = axis_len / kMinBandRows;
+  count = count < 1 ? 1 : count > kMaxBands ? kMaxBands : count;
+  std::int64_t rows = (axis_len + count - 1) / count;
+  rows = (rows + kAxisStepRows - 1) / kAxisStepRows * kAxisStepRows;
+  return {(axis_len + rows - 1) / rows, rows};
+}
+
+// A band's state, per column of its piece: shift, sum of exp(x - shift) and
+// its compensation, the limit above which a value moves the shift (-inf:
+// none yet); per vector: whether every lane's shift suits vexp_shifted, the
+// row below which the kept exponentials are stale (redo) and, in place, the
+// row below which the first pass stores against the merged shift (last).
+struct AxisBandState {
+  float *m, *s, *c, *limit;
+  bool *shifted;
+  std::int64_t *redo, *last;
+};
+// A piece's shared state: each column's final shift, its exp choice per
+// vector, the denominator and its reciprocal; and the shift and limit every
+// band starts from, with its exp choice.
+struct AxisMerged {
+  float *m, *den, *inv, *seed_m, *seed_limit;
+  bool *shifted, *seed_shifted;
+};
+
+// Where the states of one piece's bands and its merged state live in a
+// scratch buffer (one such set per piece in flight).
+struct AxisStateLayout {
+  std::int64_t wpad, vectors, bands;
+  std::int64_t band_floats() const { return (4 * wpad + 5 * vectors + 15) / 16 * 16; }
+  std::int64_t set_floats() const { return bands * band_floats() + 5 * wpad + 2 * vectors; }
+  AxisBandState band(float *set, std::int64_t b) const {
+    float *p = set + b * band_floats();
+    auto *redo = reinterpret_cast<std::int64_t *>(p + 4 * wpad);
+    return {p,
+            p + wpad,
+            p + 2 * wpad,
+            p + 3 * wpad,
+            reinterpret_cast<bool *>(redo + 2 * vectors),
+            redo,
+            redo + vectors};
+  }
+  AxisMerged merged(float *set) const {
+    float *p = set + bands * band_floats();
+    auto *flags = reinterpret_cast<bool *>(p + 5 * wpad);
+    return {p, p + wpad, p + 2 * wpad, p + 3 * wpad, p + 4 * wpad, flags, flags + vectors};
+  }
+};
+
+// One band: rows [r0, r1) of columns [0, width) of an [axis_len, inner]
+// plane. Every step is per lane, bar the choice of exp per vector (see
+// refresh_shifted), so a column's result depends on its own elements alone,
+// never on the piece it falls in.
 //
-// Column j's result is y = exp(x - m[j]) / s[j], with m[j] its final shift
-// and s[j] the compensated sum of the exponentials against the shift of
-// their time. The first pass keeps the exponentials in y and the second
-// divides them. Out of place, the second recomputes from x the rows that a
-// later move of the shift made stale (redo); in place, x is gone by then,
-// so a pass of loads and compares finds the final shifts first and the
-// first pass stores those rows against them. Either way the same bits.
-// (In place, recomputing every exponential in the second pass instead ran
-// 1024 x 1024 at 1.3-1.6 Gelem/s against 1.8-2.0 this way, 1 thread.)
-template <class V> struct AxisPiece {
+// Column j's result is y = exp(x - M[j]) / S[j]. Each band sums the
+// exponentials of its rows (compensated) against a running shift of its
+// own, keeps them in y, and the piece's merge (merge_axis_bands) takes the
+// largest band shift as M and adds the bands' sums, each scaled to M. Every
+// band starts from the shift that the axis's first step sets, so the bands
+// of a column agree unless a value passes it by more than kGap. The second
+// pass divides; out of place, it recomputes from x the rows that a later
+// move made stale (redo: before a band's last move, or all of a band whose
+// shift is not M); in place, x is gone by then, so a pass of loads and
+// compares finds the shifts first and the first pass stores those rows
+// against M. Either way the same bits. (In place, recomputing every
+// exponential in the second pass instead ran 1024 x 1024 at 1.3-1.6
+// Gelem/s against 1.8-2.0 this way, 1 thread.)
+template <class V> struct AxisBand {
   using reg = typename V::reg;
   static constexpr int W = V::width;
-  static constexpr int R = 4; // rows per step
+  static constexpr int R = kAxisStepRows;
 
   const float *x;
   float *y;
-  std::int64_t axis_len, inner, width;
-  float *m, *s, *c;   // per column: shift, sum of exp(x - shift), its compensation
-  float *limit;       // per column: a value above this moves the shift (-inf: none yet)
-  bool *shifted;      // per vector: every lane's shift suits vexp_shifted
-  std::int64_t *redo; // per vector: the exponentials kept in rows below this are stale
-  // In place only: the final shifts and their exp choice, found by a first
-  // pass, and per vector the step of its last move.
-  float *fm;
-  bool *fshifted;
-  std::int64_t *last;
+  std::int64_t axis_len, inner, width, r0, r1;
+  AxisBandState st;
+  AxisMerged mg;
 
   // Vector j of a row: whole (Tail false), or the piece's last, n < W lanes
   // wide, padded with -inf on loads.
@@ -99,7 +169,7 @@ template <class V> struct AxisPiece {
     if (p && j % 16 == 0)
       for (int k = 0; k < rows; ++k) __builtin_prefetch(p + k * inner + j, Rw, 1);
   }
-  // Row a + kRowsAhead of p, or null near the end.
+  // Row a + kRowsAhead of p (the next band's rows too), or null near the end.
   const float *ahead(const float *p, std::int64_t a, int rows) const {
     return a + kRowsAhead + rows <= axis_len ? p + (a + kRowsAhead) * inner : nullptr;
   }
@@ -113,28 +183,15 @@ template <class V> struct AxisPiece {
   // sum made of terms at most 1, beside the new largest term, exactly 1.
   static constexpr float kGap = 32.0f;
 
-  // shifted[v] from the shifts of vector v: every lane within vexp_shifted's
-  // range (else vexp_diff; both give the same bits where both apply).
-  void refresh_shifted(std::int64_t j) const {
-    bool fits = true;
-    for (int i = 0; i < W; ++i) fits = fits && std::fabs(m[j + i]) <= kShiftedExpMaxShift;
-    shifted[j / W] = fits;
-  }
-
-  // s -> the denominator (1 where s is 0: an all -inf column, whose weights
-  // stay 0; NaN stays NaN), c -> its reciprocal.
-  void finish_sums() const {
-    const reg one = V::set1(1.0f), tiny = V::set1(std::numeric_limits<float>::min());
-    for (std::int64_t j = 0; j < width; j += W) {
-      const reg sum = V::loadu(s + j);
-      const reg d = V::lt_select(sum, tiny, one, sum);
-      V::storeu(s + j, d);
-      V::storeu(c + j, V::div(one, d));
-    }
+  // Whether every lane of vector j of these shifts suits vexp_shifted (else
+  // vexp_diff; both give the same bits where both apply).
+  static bool suits_shifted(const float *shift, std::int64_t j) {
+    const reg m = V::loadu(shift + j); // never NaN
+    return !V::any_lt(V::set1(kShiftedExpMaxShift), V::max(m, V::sub(V::zero(), m)));
   }
 
   // Exponentials of Rows row vectors against a shift, with the vector's exp.
-  template <int Rows> void exps(reg (&e)[Rows], reg shift, bool use_shifted) const {
+  template <int Rows> static void exps(reg (&e)[Rows], reg shift, bool use_shifted) {
     if (use_shifted) {
       const reg floor = V::sub(shift, V::set1(kShiftedExpFloor));
 #pragma GCC unroll 4
@@ -149,7 +206,7 @@ template <class V> struct AxisPiece {
   // [a, a + Rows)) passes by more than kGap, scaling their sums to match;
   // redo[j / W] = a when any lane moves.
   void move_shifts(std::int64_t j, std::int64_t a, reg top, reg &shift, reg &sum, reg &comp) const {
-    const reg lim = V::loadu(limit + j);
+    const reg lim = V::loadu(st.limit + j);
     if (!V::any_lt(lim, top)) return;
     const reg raised = V::lt_select(lim, top, top, shift);
     // a column's first shift (limit -inf) scales its empty sum by 0, not by
@@ -160,10 +217,10 @@ template <class V> struct AxisPiece {
     sum = V::mul(sum, factor);
     comp = V::mul(comp, factor);
     shift = raised;
-    V::storeu(m + j, shift);
-    V::storeu(limit + j, V::lt_select(lim, top, V::add(raised, V::set1(kGap)), lim));
-    refresh_shifted(j);
-    redo[j / W] = a;
+    V::storeu(st.m + j, shift);
+    V::storeu(st.limit + j, V::lt_select(lim, top, V::add(raised, V::set1(kGap)), lim));
+    st.shifted[j / W] = suits_shifted(st.m, j);
+    st.redo[j / W] = a;
   }
 
   template <int Rows, bool Tail>
@@ -176,8 +233,39 @@ template <class V> struct AxisPiece {
     return top;
   }
 
+  // Vector v of the shifts that the axis's first step sets (the largest of
+  // its first R rows; 0 and no limit where those are all -inf), which every
+  // band starts from. Found once per piece before any band writes: in
+  // place, the first rows are overwritten.
+  void seed(std::int64_t v) const {
+    const std::int64_t j = v * W;
+    reg e[R];
+    const reg top =
+        j + W <= width ? load_rows<R, false>(e, x, j, W) : load_rows<R, true>(e, x, j, width - j);
+    const reg lim = V::set1(-std::numeric_limits<float>::infinity());
+    const reg raised = V::lt_select(lim, top, top, V::zero());
+    V::storeu(mg.seed_m + j, raised);
+    V::storeu(mg.seed_limit + j, V::lt_select(lim, top, V::add(raised, V::set1(kGap)), lim));
+    mg.seed_shifted[v] = suits_shifted(mg.seed_m, j);
+  }
+
+  // A fresh state at the seed shifts, with nothing stale.
+  void reset() const {
+    const std::int64_t padded = (width + W - 1) / W * W;
+    for (std::int64_t j = 0; j < padded; ++j) {
+      st.m[j] = mg.seed_m[j];
+      st.limit[j] = mg.seed_limit[j];
+      st.s[j] = 0.0f;
+      st.c[j] = 0.0f;
+    }
+    for (std::int64_t v = 0; v < padded / W; ++v) {
+      st.shifted[v] = mg.seed_shifted[v];
+      st.redo[v] = r0;
+    }
+  }
+
   // In place only, rows [a, a + Rows): the shift moves alone, no sums, so
-  // that the first pass knows each column's final shift before it
+  // that the merge knows each column's final shift before the first pass
   // overwrites x.
   template <int Rows> void shift_step(std::int64_t a) const {
     const float *xa = x + a * inner, *next = ahead(x, a, Rows);
@@ -185,7 +273,7 @@ template <class V> struct AxisPiece {
       prefetch_rows<0>(next, Rows, j);
       reg e[Rows];
       const reg top = load_rows<Rows, decltype(tail)::value>(e, xa, j, n);
-      reg shift = V::loadu(m + j), sum = V::zero(), comp = V::zero();
+      reg shift = V::loadu(st.m + j), sum = V::zero(), comp = V::zero();
       move_shifts(j, a, top, shift, sum, comp);
     });
   }
@@ -194,9 +282,8 @@ template <class V> struct AxisPiece {
   // add their exponentials to each column's compensated (Kahan) sum, every
   // term on its own (float partials of 4 measured 2.2e-7 relative errors;
   // DESIGN.md's bound is 2e-7), and keep them in y. In place (Final), rows
-  // before a vector's last move store the exponentials against the final
-  // shifts (fm, fshifted, last) instead, since x will not be there to
-  // recompute them.
+  // before a vector's `last` store the exponentials against the merged
+  // shifts instead, since x will not be there to recompute them.
   template <int Rows, bool Final> void stats_step(std::int64_t a) const {
     const float *xa = x + a * inner, *next = ahead(x, a, Rows);
     const float *y_next = Final ? nullptr : ahead(y, a, Rows);
@@ -207,18 +294,18 @@ template <class V> struct AxisPiece {
       prefetch_rows<1>(y_next, Rows, j);
       reg e[Rows];
       const reg top = load_rows<Rows, T>(e, xa, j, n);
-      reg shift = V::loadu(m + j), sum = V::loadu(s + j), comp = V::loadu(c + j);
+      reg shift = V::loadu(st.m + j), sum = V::loadu(st.s + j), comp = V::loadu(st.c + j);
       move_shifts(j, a, top, shift, sum, comp);
-      if (Final && a < last[j / W]) {
+      if (Final && a < st.last[j / W]) {
         reg f[Rows];
 #pragma GCC unroll 4
         for (int k = 0; k < Rows; ++k) f[k] = e[k];
-        exps<Rows>(f, V::loadu(fm + j), fshifted[j / W]);
+        exps<Rows>(f, V::loadu(mg.m + j), mg.shifted[j / W]);
 #pragma GCC unroll 4
         for (int k = 0; k < Rows; ++k) store<T>(ya + k * inner, j, n, f[k]);
-        exps<Rows>(e, shift, shifted[j / W]);
+        exps<Rows>(e, shift, st.shifted[j / W]);
       } else {
-        exps<Rows>(e, shift, shifted[j / W]);
+        exps<Rows>(e, shift, st.shifted[j / W]);
 #pragma GCC unroll 4
         for (int k = 0; k < Rows; ++k) store<T>(ya + k * inner, j, n, e[k]);
       }
@@ -228,13 +315,13 @@ template <class V> struct AxisPiece {
         comp = V::sub(V::sub(t, sum), term);
         sum = t;
       }
-      V::storeu(s + j, sum);
-      V::storeu(c + j, comp);
+      V::storeu(st.s + j, sum);
+      V::storeu(st.c + j, comp);
     });
   }
 
-  // Second pass, rows [a, a + Rows): y = exp(x - shift) / sum, the
-  // exponential kept in y unless a later move made it stale.
+  // Second pass, rows [a, a + Rows): y = exp(x - M) / S, the exponential
+  // kept in y unless it is stale.
   template <int Rows> void output_step(std::int64_t a) const {
     const float *xa = x + a * inner;
     float *ya = y + a * inner;
@@ -243,64 +330,147 @@ template <class V> struct AxisPiece {
       constexpr bool T = decltype(tail)::value;
       prefetch_rows<1>(next, Rows, j);
       reg e[Rows];
-      if (a >= redo[j / W]) {
+      if (a >= st.redo[j / W]) {
 #pragma GCC unroll 4
         for (int k = 0; k < Rows; ++k) e[k] = load<T>(ya + k * inner, j, n);
       } else {
         load_rows<Rows, T>(e, xa, j, n);
-        exps<Rows>(e, V::loadu(m + j), shifted[j / W]);
+        exps<Rows>(e, V::loadu(mg.m + j), mg.shifted[j / W]);
       }
-      const reg d = V::loadu(s + j), inv = V::loadu(c + j);
+      const reg d = V::loadu(mg.den + j), inv = V::loadu(mg.inv + j);
 #pragma GCC unroll 4
       for (int k = 0; k < Rows; ++k) store<T>(ya + k * inner, j, n, divide_by<V>(e[k], d, inv));
     });
   }
 
-  void reset() const {
-    const std::int64_t padded = (width + W - 1) / W * W;
-    for (std::int64_t j = 0; j < padded; ++j) {
-      m[j] = 0.0f;
-      limit[j] = -std::numeric_limits<float>::infinity();
-      s[j] = 0.0f;
-      c[j] = 0.0f;
-    }
-    for (std::int64_t v = 0; v < padded / W; ++v) {
-      shifted[v] = true;
-      redo[v] = 0;
-    }
-  }
-
-  // Steps of R rows, then single rows: fixed by axis_len alone, the same in
+  // Steps of R rows, then single rows past the last whole step of the axis:
+  // fixed by axis_len alone (band edges are multiples of R), the same in
   // every pass.
   template <class Step> void each_step(const Step &step) const {
     const std::int64_t grouped = axis_len / R * R;
-    for (std::int64_t a = 0; a < grouped; a += R) step(std::integral_constant<int, R>{}, a);
-    for (std::int64_t a = grouped; a < axis_len; ++a) step(std::integral_constant<int, 1>{}, a);
+    std::int64_t a = r0;
+    for (; a + R <= r1 && a < grouped; a += R) step(std::integral_constant<int, R>{}, a);
+    for (; a < r1; ++a) step(std::integral_constant<int, 1>{}, a);
   }
 
-  void run() const {
-    const bool in_place = x == y;
-    if (in_place) { // the final shifts first (a pass of loads and compares)
-      reset();
-      each_step([&](auto rows, std::int64_t a) { shift_step<decltype(rows)::value>(a); });
-      const std::int64_t padded = (width + W - 1) / W * W;
-      for (std::int64_t j = 0; j < padded; ++j) fm[j] = m[j];
-      for (std::int64_t v = 0; v < padded / W; ++v) {
-        fshifted[v] = shifted[v];
-        last[v] = redo[v];
-      }
-    }
+  void shift_pass() const {
     reset();
-    if (in_place)
-      each_step([&](auto rows, std::int64_t a) { stats_step<decltype(rows)::value, true>(a); });
-    else
-      each_step([&](auto rows, std::int64_t a) { stats_step<decltype(rows)::value, false>(a); });
-    finish_sums();
-    if (in_place) // every kept exponential is against the final shift
-      for (std::int64_t v = 0; v < (width + W - 1) / W; ++v) redo[v] = 0;
+    each_step([&](auto rows, std::int64_t a) { shift_step<decltype(rows)::value>(a); });
+  }
+  template <bool Final> void stats_pass() const {
+    reset();
+    each_step([&](auto rows, std::int64_t a) { stats_step<decltype(rows)::value, Final>(a); });
+  }
+  void output_pass() const {
     each_step([&](auto rows, std::int64_t a) { output_step<decltype(rows)::value>(a); });
   }
 };
+
+// The merge of a piece's band states for vectors [v0, v1): M, the largest
+// shift among the bands that set one (0 where none did: an all -inf column);
+// with `sums`, also S, the bands' sums scaled by exp(shift - M) and added in
+// band order (compensated, each band's own compensation folded in and the
+// total correction applied at the end), as the denominator (1 where S is 0: an all
+// -inf column, whose weights stay 0; NaN stays NaN) and its reciprocal.
+// Each band's vectors whose shifts differ from M in any lane are stale in
+// all its rows: `stale` receives the row below which they are (redo, or
+// last in place), and each band's redo is reset (nothing stale) when
+// `fresh`.
+template <class V>
+void merge_axis_bands(const AxisStateLayout &lay, float *set, const AxisBands &bands,
+                      std::int64_t v0, std::int64_t v1, bool sums, bool in_place_first) {
+  using reg = typename V::reg;
+  constexpr int W = V::width;
+  const reg zero = V::zero(), one = V::set1(1.0f);
+  const reg lowest = V::set1(std::numeric_limits<float>::lowest());
+  const AxisMerged mg = lay.merged(set);
+  for (std::int64_t v = v0; v < v1; ++v) {
+    const std::int64_t j = v * W;
+    if (bands.count == 1) { // its shifts are M (0 where none was set), nothing stale
+      const AxisBandState st = lay.band(set, 0);
+      V::storeu(mg.m + j, V::loadu(st.m + j));
+      mg.shifted[v] = st.shifted[v];
+      if (in_place_first) st.last[v] = st.redo[v];
+      if (!sums) continue;
+      const reg sum = V::sub(V::loadu(st.s + j), V::loadu(st.c + j));
+      const reg d = V::lt_select(sum, V::set1(std::numeric_limits<float>::min()), one, sum);
+      V::storeu(mg.den + j, d);
+      V::storeu(mg.inv + j, V::div(one, d));
+      continue;
+    }
+    reg top = zero, have = zero;
+    for (std::int64_t b = 0; b < bands.count; ++b) {
+      const AxisBandState st = lay.band(set, b);
+      const reg lim = V::loadu(st.limit + j), m = V::loadu(st.m + j);
+      const reg set_here = V::lt_select(lim, lowest, zero, one);
+      const reg cand = V::lt_select(zero, have, V::max(top, m), m);
+      top = V::lt_select(zero, set_here, cand, top);
+      have = V::max(have, set_here);
+    }
+    V::storeu(mg.m + j, top);
+    mg.shifted[v] = AxisBand<V>::suits_shifted(mg.m, j);
+    reg sum = zero, comp = zero;
+    for (std::int64_t b = 0; b < bands.count; ++b) {
+      const AxisBandState st = lay.band(set, b);
+      const std::int64_t r0 = b * bands.rows;
+      const reg m = V::loadu(st.m + j);
+      const bool differs = V::any_lt(m, top) || V::any_lt(top, m);
+      // in place, the shift pass's redo becomes the first pass's last
+      if (in_place_first)
+        st.last[v] = differs ? r0 + bands.rows : st.redo[v];
+      else if (differs)
+        st.redo[v] = r0 + bands.rows;
+      if (!sums) continue;
+      const reg lim = V::loadu(st.limit + j);
+      const reg scale = differs ? V::lt_select(m, top, vexp_diff<V>(m, top), one) : one;
+      const reg f = V::lt_select(lim, lowest, zero, scale);
+      const reg s = V::mul(f, V::loadu(st.s + j)), c = V::mul(f, V::loadu(st.c + j));
+      const reg term = V::sub(s, comp), t = V::add(sum, term);
+      comp = V::add(V::sub(V::sub(t, sum), term), c);
+      sum = t;
+    }
+    if (!sums) continue;
+    sum = V::sub(sum, comp);
+    const reg d = V::lt_select(sum, V::set1(std::numeric_limits<float>::min()), one, sum);
+    V::storeu(mg.den + j, d);
+    V::storeu(mg.inv + j, V::div(one, d));
+  }
+}
+
+// One piece (columns [0, width) of a plane at x, y) through every band and
+// merge. `team`: called by every thread of a team, which share out the
+// bands and the merge (each thread then writes rows of its own); else one
+// thread does it all.
+template <class V>
+void softmax_axis_piece(const float *x, float *y, std::int64_t axis_len, std::int64_t inner,
+                        std::int64_t width, const AxisStateLayout &lay, float *set,
+                        const AxisBands &bands, bool team) {
+  const bool in_place = x == y;
+  const auto band = [&](std::int64_t b) {
+    const std::int64_t r0 = b * bands.rows;
+    const std::int64_t r1 = r0 + bands.rows < axis_len ? r0 + bands.rows : axis_len;
+    return AxisBand<V>{x, y, axis_len, inner, width, r0, r1, lay.band(set, b), lay.merged(set)};
+  };
+  const std::int64_t vectors = (width + V::width - 1) / V::width;
+  team_for_static(team, vectors, [&](std::int64_t v) { band(0).seed(v); });
+  if (in_place) { // the shifts first, so that the first pass can store against M
+    team_for_static(team, bands.count, [&](std::int64_t b) { band(b).shift_pass(); });
+    team_for_static(team, vectors, [&](std::int64_t v) {
+      merge_axis_bands<V>(lay, set, bands, v, v + 1, false, true);
+    });
+    team_for_static(team, bands.count,
+                    [&](std::int64_t b) { band(b).template stats_pass<true>(); });
+  } else {
+    team_for_static(team, bands.count,
+                    [&](std::int64_t b) { band(b).template stats_pass<false>(); });
+  }
+  team_for_static(team, vectors, [&](std::int64_t v) {
+    merge_axis_bands<V>(lay, set, bands, v, v + 1, true, false);
+    if (in_place) // every kept exponential is against M
+      for (std::int64_t b = 0; b < bands.count; ++b) lay.band(set, b).redo[v] = b * bands.rows;
+  });
+  team_for_static(team, bands.count, [&](std::int64_t b) { band(b).output_pass(); });
+}
 
 // Short axes: a block of NB vectors of columns at a time, its columns'
 // maxima, sums and compensations in registers, three passes down its rows.
@@ -420,49 +590,68 @@ void softmax_axis_short(std::int64_t outer, std::int64_t axis_len, std::int64_t 
 }
 
 template <class V>
-void softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner, const float *x,
-                  float *y, int threads) {
+KernelStatus softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
+                          const float *x, float *y, int threads) {
   if (inner == 1) { // rows of a matrix
     softmax_rows<V>(outer, axis_len, x, axis_len, y, axis_len, false, threads);
-    return;
+    return KernelStatus::ok;
   }
   // A thread per 32768 elements at least (per-thread work of a few
   // microseconds below that). With the blocks, 128 x 128 ran 1.6x slower on
-  // two threads than on one; with the pieces it takes now, a threshold of
-  // 8192 made it bimodal on two (1.5-2.8 Gelem/s against 1.9 on one) and
-  // 64 x 512 slower (2.0 -> 0.7-1.5).
+  // two threads than on one.
   threads = threads_for_work(threads, static_cast<double>(outer) * axis_len * inner, 1 << 15);
   if (axis_len <= kShortAxisMax) {
     softmax_axis_short<V>(outer, axis_len, inner, x, y, threads);
-    return;
+    return KernelStatus::ok;
   }
-  // Pieces of whole lines (16 floats, a multiple of every vector width, so
-  // that no two threads write one line of y), at most kPieceMax wide; on
-  // several threads, two per thread where the lines allow (1024 x 1024 on
-  // 2 threads, measured with the three-pass pieces before aa81bbe: 2.8-3.2
-  // -> 3.2-3.5 Gelem/s against one per thread; each piece's rows then stay
-  // in L2).
+  // Bands of rows (a function of the shape) and pieces of whole lines (16
+  // floats, a multiple of every vector width, so that no two threads write
+  // one line of y), at most kPieceMax wide.
+  const AxisBands bands = axis_bands(axis_len);
   const std::int64_t lines = (inner + 15) / 16;
   std::int64_t pieces = (inner + kPieceMax - 1) / kPieceMax;
-  if (threads > 1) {
+  // Threads take whole planes where there are enough to go round evenly.
+  // Otherwise, on a plane of 2^17 elements or more, the team goes through
+  // its pieces one by one and shares out each one's bands (see
+  // kMinBandRows). 2 threads, Gelem/s, 11 alternating runs of each, worst /
+  // median / best, columns split -> bands: 128 x 1024 0.89 / 2.34 / 2.80 ->
+  // 2.23 / 2.74 / 3.47, 1024 x 1024 0.91 / 3.05 / 3.38 -> 2.17 / 3.20 /
+  // 3.99 (1 thread: 1.9-2.1). Smaller planes, and those with fewer bands
+  // than threads, split columns: two pieces per thread where the lines
+  // allow (each piece's rows then stay in L2).
+  const bool planes_even = outer >= threads && (outer % threads == 0 || outer >= 4 * threads);
+  const std::int64_t piece_width = inner < kPieceMax ? inner : kPieceMax;
+  const bool by_band = threads > 1 && !planes_even && axis_len * piece_width >= (1 << 17) &&
+                       (bands.count >= threads || bands.count > outer * pieces);
+  if (threads > 1 && !by_band && !planes_even) {
     const std::int64_t want = (2 * threads + outer - 1) / outer;
     if (want > pieces) pieces = want < lines ? want : lines;
   }
   const std::int64_t piece_lines = (lines + pieces - 1) / pieces;
   const std::int64_t width = piece_lines * 16;
   pieces = (lines + piece_lines - 1) / piece_lines;
-  parallel_for_static(threads, outer * pieces, [&](std::int64_t op) {
-    alignas(64) float state[5][kPieceMax];
-    constexpr std::int64_t vectors = kPieceMax / V::width;
-    bool shifted[2][vectors];
-    std::int64_t steps[2][vectors];
+  const AxisStateLayout lay{width, width / V::width, bands.count};
+  // One set of states per thread (or one for the team), each on pages of
+  // its own.
+  const std::int64_t stride = (lay.set_floats() + 1023) / 1024 * 1024;
+  const int sets = by_band ? 1 : threads;
+  Scratch scratch(static_cast<std::size_t>(stride * sets + 1024));
+  if (!scratch.data()) return KernelStatus::out_of_memory;
+  const auto piece = [&](std::int64_t op, float *set, bool team) {
     const std::int64_t o = op / pieces, p = op % pieces;
     const std::int64_t off = o * axis_len * inner + p * width;
     const std::int64_t w = p + 1 < pieces ? width : inner - p * width;
-    AxisPiece<V>{x + off,  y + off,  axis_len,   inner,    w,        state[0],   state[1],
-                 state[2], state[3], shifted[0], steps[0], state[4], shifted[1], steps[1]}
-        .run();
-  });
+    softmax_axis_piece<V>(x + off, y + off, axis_len, inner, w, lay, set, bands, team);
+  };
+  if (by_band) {
+#pragma omp parallel num_threads(threads)
+    for (std::int64_t op = 0; op < outer * pieces; ++op) piece(op, scratch.data(), true);
+  } else {
+    parallel_for_static(threads, outer * pieces, [&](std::int64_t op) {
+      piece(op, scratch.data() + stride * (threads > 1 ? omp_thread_id() : 0), false);
+    });
+  }
+  return KernelStatus::ok;
 }
 
 } // namespace AK_ISA_NS
