@@ -35,13 +35,17 @@ TEST_P(Determinism, Sgemm) {
     bool ta, tb;
   };
   // Tall, wide, deep (several KC blocks) and square-ish, every transpose;
-  // the last four are small enough for threads to split C by columns (those
-  // 33-64 and 97-128 wide run on AVX-512's 6 x 64 tile on one thread, on the
-  // 12 x 32 tile on several: the same arithmetic per element).
+  // then products small enough for threads to share C out without a
+  // barrier: by rows (100 x 100 x 100, 203 x 96 x 200, 150 x 128 x 64) or,
+  // with few rows, by columns (30 x 200 x 100); those 33-64 and 97-128 wide
+  // run on AVX-512's 6 x 64 tile on one thread, on the 12 x 32 tile on
+  // several: the same arithmetic per element.
   for (const Shape s : {Shape{517, 33, 700, false, false}, Shape{13, 1500, 300, false, true},
                         Shape{300, 301, 1100, true, false}, Shape{257, 263, 129, true, true},
                         Shape{100, 100, 100, false, false}, Shape{100, 64, 700, false, false},
-                        Shape{90, 50, 600, true, true}, Shape{70, 128, 600, false, true}}) {
+                        Shape{90, 50, 600, true, true}, Shape{70, 128, 600, false, true},
+                        Shape{203, 96, 200, false, false}, Shape{150, 128, 64, true, true},
+                        Shape{30, 200, 100, false, true}}) {
     const auto a = random_normal(static_cast<std::size_t>(s.m * s.k), 1);
     const auto b = random_normal(static_cast<std::size_t>(s.k * s.n), 2);
     const auto c0 = random_normal(static_cast<std::size_t>(s.m * s.n), 3);

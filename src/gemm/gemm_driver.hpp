@@ -66,9 +66,10 @@ template <class Cfg> GemmPlan plan_gemm(const GemmArgs &g, int threads) {
   const std::int64_t k_blocks = ceil_div(g.k, kc_max);
   p.kc = ceil_div(g.k, k_blocks);
   p.nc = min64(round_up(g.n, NR), Cfg::nc);
-  // A second thread from 1 MFLOP, or from 0.5 MFLOP where threads can split
-  // C by columns without a barrier (sgemm_one's own_columns: one k block,
-  // one panel); below that, two measured slower than one.
+  // A second thread from 1 MFLOP, or from 0.5 MFLOP where threads can share
+  // C out without a barrier (sgemm_one's own_rows and own_columns: one k
+  // block, one panel; measured with own_columns); below that, two measured
+  // slower than one.
   const bool column_split = g.k <= kc_max && g.n <= Cfg::nc && ceil_div(g.n, NR) >= 2;
   p.threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, column_split ? 2.5e5 : 5.0e5);
   const int t = p.threads;
@@ -105,9 +106,10 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   // process CPU time, GFLOP/s: 1024^3 NN 97.7 -> 102.2, NT 91.2 -> 104.0,
   // 2048^3 NN 92.5 -> 102.4, 512^3 NT 99.3 -> 106.0, Q.K^T 4096 x 4096 x
   // 128 94.2 -> 98.9; +2-14 % over 14 squares and Q.K^T shapes). Up to two
-  // slivers, not for small products on a team: those split C by 32-wide
-  // slivers across threads without a barrier (own_columns below), which one
-  // 64-wide sliver cannot (2 threads, 64^3: 135 -> 100 GFLOP/s); there both
+  // slivers, not for small products on a team: those share C out without a
+  // barrier (own_rows, own_columns below), by 32-wide slivers where rows are
+  // few, which one 64-wide sliver cannot (2 threads, 64^3, split by
+  // columns at the time: 135 -> 100 GFLOP/s); there both
   // tiles use the same KC (kc_narrow), so they give the same sum order per
   // element and the thread count never changes results. Wider products take
   // it on any team, as its KC differs from the main tile's there.
@@ -132,18 +134,40 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   const bool aliasing_rows = rs_a % 1024 == 0 && slivers_total > 2;
   const bool direct_a = cs_a == 1 && slivers_total <= Cfg::direct_a_max_slivers && !aliasing_rows;
 
+  // Small products (one k block, one panel) need no barrier: each thread
+  // packs what it needs and computes its own part of C. Where there are
+  // rows enough, its own rows, from its own copy of the packed panel, so
+  // that no two threads write into the same rows of C. Split by columns,
+  // two threads wrote C rows' halves, a few hundred bytes apart in the same
+  // pages, which on this 2-core VM now and then ran at a fraction of the
+  // speed (2 threads, 6 alternating runs each, GFLOP/s: 128^3 83-151 ->
+  // 104-177, 256 x 128 x 256 112-186 -> 158-194, 256 x 64 x 256 113-176 ->
+  // 119-190). Fewer rows (4 slivers per thread at least: at 64^3 packing B
+  // twice cost more than it saved): each thread packs and computes its own
+  // columns. (Rows shared out over one packed panel would need the panel
+  // complete first: a barrier that costs as much as a 64^3 product.)
+  const std::int64_t row_slivers = ceil_div(g.m, MR);
+  const bool small =
+      plan.threads > 1 && g.k <= plan.kc && g.n <= plan.nc && 2.0 * g.m * g.n * g.k <= 6.4e7;
+  const bool own_rows = small && row_slivers >= 4 * plan.threads;
+  const bool own_columns = small && !own_rows && slivers_total >= plan.threads;
+
+  // The shared panel of B, then per thread its A block (and with own_rows
+  // its panel), each thread's on pages of its own.
   const std::int64_t b_floats = plan.kc * plan.nc;
   const std::int64_t a_floats = direct_a ? 0 : plan.kc * plan.mc; // one A block per thread
+  const std::int64_t shared_floats = own_rows ? 0 : round_up(b_floats, 1024);
+  const std::int64_t thread_floats = round_up(a_floats + (own_rows ? b_floats : 0), 1024) + 1024;
   const std::int64_t chunk = max64(1, Cfg::b_chunk_bytes / (plan.kc * NR * 4));
-  Scratch scratch(static_cast<std::size_t>(b_floats + a_floats * plan.threads + 16));
+  Scratch scratch(static_cast<std::size_t>(shared_floats + thread_floats * plan.threads));
   if (!scratch.data()) return KernelStatus::out_of_memory;
-  float *const bpack = scratch.data();
+  float *const bshared = scratch.data();
 
   // Rows [ic, ic + mc) x B slivers [s_begin, s_end) of the panel at jc, for
   // the k block at pc: one work item.
-  const auto block = [&](float *apack, std::int64_t jc, std::int64_t nc, std::int64_t pc,
-                         std::int64_t kc, std::int64_t ic, std::int64_t mc, std::int64_t s_begin,
-                         std::int64_t s_end) {
+  const auto block = [&](float *apack, const float *bpack, std::int64_t jc, std::int64_t nc,
+                         std::int64_t pc, std::int64_t kc, std::int64_t ic, std::int64_t mc,
+                         std::int64_t s_begin, std::int64_t s_end) {
     const float beta = pc == 0 ? g.beta : 1.0f;
     if (!direct_a)
       for (std::int64_t i0 = 0; i0 < mc; i0 += MR)
@@ -172,28 +196,33 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
       }
     }
   };
-  const auto pack_b = [&](std::int64_t jc, std::int64_t nc, std::int64_t pc, std::int64_t kc,
-                          std::int64_t s) {
+  const auto pack_b = [&](float *bpack, std::int64_t jc, std::int64_t nc, std::int64_t pc,
+                          std::int64_t kc, std::int64_t s) {
     const std::int64_t j0 = s * NR;
     pack_b_sliver<NR>(kc, static_cast<int>(min64(NR, nc - j0)), g.b + pc * rs_b + (jc + j0) * cs_b,
                       rs_b, cs_b, bpack + j0 * kc);
   };
 
-  // Small products (one k block, one panel, at least a sliver per thread):
-  // each thread packs and computes its own columns of C, all rows, with no
-  // barrier in between. (Rows shared out instead would need the packed
-  // panel complete first: a barrier that costs as much as a 64^3 product.)
-  const bool own_columns = plan.threads > 1 && g.k <= plan.kc && g.n <= plan.nc &&
-                           slivers_total >= plan.threads && 2.0 * g.m * g.n * g.k <= 6.4e7;
-
   const auto run = [&](bool team) {
-    float *const apack = scratch.data() + b_floats + a_floats * (team ? omp_thread_id() : 0);
+    float *const mine =
+        scratch.data() + shared_floats + thread_floats * (team ? omp_thread_id() : 0);
+    float *const apack = mine;
+    if (own_rows) {
+      const std::int64_t t = omp_thread_id(), nt = omp_team_size();
+      float *const bown = mine + a_floats;
+      for (std::int64_t s = 0; s < slivers_total; ++s) pack_b(bown, 0, g.n, 0, g.k, s);
+      const std::int64_t i0 = row_slivers * t / nt * MR;
+      const std::int64_t i1 = min64(g.m, row_slivers * (t + 1) / nt * MR);
+      for (std::int64_t ic = i0; ic < i1; ic += plan.mc)
+        block(apack, bown, 0, g.n, 0, g.k, ic, min64(plan.mc, i1 - ic), 0, slivers_total);
+      return;
+    }
     if (own_columns) {
       const std::int64_t t = omp_thread_id(), nt = omp_team_size();
       const std::int64_t s0 = slivers_total * t / nt, s1 = slivers_total * (t + 1) / nt;
-      for (std::int64_t s = s0; s < s1; ++s) pack_b(0, g.n, 0, g.k, s);
+      for (std::int64_t s = s0; s < s1; ++s) pack_b(bshared, 0, g.n, 0, g.k, s);
       for (std::int64_t ic = 0; ic < g.m; ic += plan.mc)
-        block(apack, 0, g.n, 0, g.k, ic, min64(plan.mc, g.m - ic), s0, s1);
+        block(apack, bshared, 0, g.n, 0, g.k, ic, min64(plan.mc, g.m - ic), s0, s1);
       return;
     }
     for (std::int64_t jc = 0; jc < g.n; jc += plan.nc) {
@@ -201,7 +230,7 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
       const std::int64_t slivers = ceil_div(nc, NR);
       for (std::int64_t pc = 0; pc < g.k; pc += plan.kc) {
         const std::int64_t kc = min64(plan.kc, g.k - pc);
-        team_for_static(team, slivers, [&](std::int64_t s) { pack_b(jc, nc, pc, kc, s); });
+        team_for_static(team, slivers, [&](std::int64_t s) { pack_b(bshared, jc, nc, pc, kc, s); });
         // implicit barrier (team): B panel complete
         const std::int64_t per_part = ceil_div(slivers, plan.n_parts);
         team_for_dynamic(team, plan.n_ic * plan.n_parts, [&](std::int64_t item) {
@@ -210,7 +239,7 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
           const std::int64_t s_begin = part * per_part;
           const std::int64_t s_end = min64(slivers, s_begin + per_part);
           if (s_begin < s_end)
-            block(apack, jc, nc, pc, kc, ic, min64(plan.mc, g.m - ic), s_begin, s_end);
+            block(apack, bshared, jc, nc, pc, kc, ic, min64(plan.mc, g.m - ic), s_begin, s_end);
         }); // implicit barrier (team): B panel free for the next pc
       }
     }
