@@ -370,12 +370,13 @@ template <class V> struct AxisBand {
 // shift among the bands that set one (0 where none did: an all -inf column);
 // with `sums`, also S, the bands' sums scaled by exp(shift - M) and added in
 // band order (compensated, each band's own compensation folded in and the
-// total correction applied at the end), as the denominator (1 where S is 0: an all
-// -inf column, whose weights stay 0; NaN stays NaN) and its reciprocal.
-// Each band's vectors whose shifts differ from M in any lane are stale in
-// all its rows: `stale` receives the row below which they are (redo, or
-// last in place), and each band's redo is reset (nothing stale) when
-// `fresh`.
+// total correction applied at the end), as the denominator (1 where S is
+// 0: an all -inf column, whose weights stay 0; NaN stays NaN) and its
+// reciprocal. A band's vectors whose shifts differ from M in any lane are
+// stale in all its rows: out of place, their redo becomes the band's end;
+// in place, after the shift pass (`in_place_first`), the band's `last`
+// becomes its end, or else its redo (the first pass then stores the rows
+// below it against M).
 template <class V>
 void merge_axis_bands(const AxisStateLayout &lay, float *set, const AxisBands &bands,
                       std::int64_t v0, std::int64_t v1, bool sums, bool in_place_first) {
