@@ -204,12 +204,11 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   };
 
   const auto run = [&](bool team) {
-    float *const mine =
+    float *const apack =
         scratch.data() + shared_floats + thread_floats * (team ? omp_thread_id() : 0);
-    float *const apack = mine;
     if (own_rows) {
       const std::int64_t t = omp_thread_id(), nt = omp_team_size();
-      float *const bown = mine + a_floats;
+      float *const bown = apack + a_floats; // this thread's copy of the panel
       for (std::int64_t s = 0; s < slivers_total; ++s) pack_b(bown, 0, g.n, 0, g.k, s);
       const std::int64_t i0 = row_slivers * t / nt * MR;
       const std::int64_t i1 = min64(g.m, row_slivers * (t + 1) / nt * MR);

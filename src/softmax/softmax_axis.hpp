@@ -366,40 +366,32 @@ template <class V> struct AxisBand {
   }
 };
 
-// The merge of a piece's band states for vectors [v0, v1): M, the largest
-// shift among the bands that set one (0 where none did: an all -inf column);
-// with `sums`, also S, the bands' sums scaled by exp(shift - M) and added in
-// band order (compensated, each band's own compensation folded in and the
-// total correction applied at the end), as the denominator (1 where S is
-// 0: an all -inf column, whose weights stay 0; NaN stays NaN) and its
-// reciprocal. A band's vectors whose shifts differ from M in any lane are
-// stale in all its rows: out of place, their redo becomes the band's end;
-// in place, after the shift pass (`in_place_first`), the band's `last`
-// becomes its end, or else its redo (the first pass then stores the rows
-// below it against M).
+// The merge of a piece's band states for vector v: M, the largest shift
+// among the bands that set one (0 where none did: an all -inf column); with
+// `sums`, also S, the bands' sums scaled by exp(shift - M) and added in band
+// order (compensated, each band's own compensation folded in and the total
+// correction applied at the end), as the denominator (1 where S is 0: an
+// all -inf column, whose weights stay 0; NaN stays NaN) and its reciprocal.
+// A band's vectors whose shifts differ from M in any lane are stale in all
+// its rows. Out of place, their redo becomes the band's end. In place, the
+// merge after the shift pass (no `sums`) sets each band's `last` (its end,
+// or its redo: the first pass stores the rows below it against M); the one
+// after the first pass marks nothing stale, as every kept exponential is
+// then against M.
 template <class V>
 void merge_axis_bands(const AxisStateLayout &lay, float *set, const AxisBands &bands,
-                      std::int64_t v0, std::int64_t v1, bool sums, bool in_place_first) {
+                      std::int64_t v, bool sums, bool in_place) {
   using reg = typename V::reg;
   constexpr int W = V::width;
   const reg zero = V::zero(), one = V::set1(1.0f);
   const reg lowest = V::set1(std::numeric_limits<float>::lowest());
   const AxisMerged mg = lay.merged(set);
-  for (std::int64_t v = v0; v < v1; ++v) {
-    const std::int64_t j = v * W;
-    if (bands.count == 1) { // its shifts are M (0 where none was set), nothing stale
-      const AxisBandState st = lay.band(set, 0);
-      V::storeu(mg.m + j, V::loadu(st.m + j));
-      mg.shifted[v] = st.shifted[v];
-      if (in_place_first) st.last[v] = st.redo[v];
-      if (!sums) continue;
-      const reg sum = V::sub(V::loadu(st.s + j), V::loadu(st.c + j));
-      const reg d = V::lt_select(sum, V::set1(std::numeric_limits<float>::min()), one, sum);
-      V::storeu(mg.den + j, d);
-      V::storeu(mg.inv + j, V::div(one, d));
-      continue;
-    }
-    reg top = zero, have = zero;
+  const std::int64_t j = v * W;
+  // M: with one band, its shifts (0 where none was set: the reset value)
+  reg top = V::loadu(lay.band(set, 0).m + j);
+  if (bands.count > 1) {
+    reg have = zero;
+    top = zero;
     for (std::int64_t b = 0; b < bands.count; ++b) {
       const AxisBandState st = lay.band(set, b);
       const reg lim = V::loadu(st.limit + j), m = V::loadu(st.m + j);
@@ -408,34 +400,33 @@ void merge_axis_bands(const AxisStateLayout &lay, float *set, const AxisBands &b
       top = V::lt_select(zero, set_here, cand, top);
       have = V::max(have, set_here);
     }
-    V::storeu(mg.m + j, top);
-    mg.shifted[v] = AxisBand<V>::suits_shifted(mg.m, j);
-    reg sum = zero, comp = zero;
-    for (std::int64_t b = 0; b < bands.count; ++b) {
-      const AxisBandState st = lay.band(set, b);
-      const std::int64_t r0 = b * bands.rows;
-      const reg m = V::loadu(st.m + j);
-      const bool differs = V::any_lt(m, top) || V::any_lt(top, m);
-      // in place, the shift pass's redo becomes the first pass's last
-      if (in_place_first)
-        st.last[v] = differs ? r0 + bands.rows : st.redo[v];
-      else if (differs)
-        st.redo[v] = r0 + bands.rows;
-      if (!sums) continue;
-      const reg lim = V::loadu(st.limit + j);
-      const reg scale = differs ? V::lt_select(m, top, vexp_diff<V>(m, top), one) : one;
-      const reg f = V::lt_select(lim, lowest, zero, scale);
-      const reg s = V::mul(f, V::loadu(st.s + j)), c = V::mul(f, V::loadu(st.c + j));
-      const reg term = V::sub(s, comp), t = V::add(sum, term);
-      comp = V::add(V::sub(V::sub(t, sum), term), c);
-      sum = t;
-    }
-    if (!sums) continue;
-    sum = V::sub(sum, comp);
-    const reg d = V::lt_select(sum, V::set1(std::numeric_limits<float>::min()), one, sum);
-    V::storeu(mg.den + j, d);
-    V::storeu(mg.inv + j, V::div(one, d));
   }
+  V::storeu(mg.m + j, top);
+  mg.shifted[v] = AxisBand<V>::suits_shifted(mg.m, j);
+  reg sum = zero, comp = zero;
+  for (std::int64_t b = 0; b < bands.count; ++b) {
+    const AxisBandState st = lay.band(set, b);
+    const std::int64_t r0 = b * bands.rows, end = r0 + bands.rows;
+    const reg m = V::loadu(st.m + j);
+    const bool differs = V::any_lt(m, top) || V::any_lt(top, m);
+    if (!sums) { // in place, after the shift pass
+      st.last[v] = differs ? end : st.redo[v];
+      continue;
+    }
+    st.redo[v] = in_place ? r0 : differs ? end : st.redo[v];
+    const reg lim = V::loadu(st.limit + j);
+    const reg scale = differs ? V::lt_select(m, top, vexp_diff<V>(m, top), one) : one;
+    const reg f = V::lt_select(lim, lowest, zero, scale);
+    const reg s = V::mul(f, V::loadu(st.s + j)), c = V::mul(f, V::loadu(st.c + j));
+    const reg term = V::sub(s, comp), t = V::add(sum, term);
+    comp = V::add(V::sub(V::sub(t, sum), term), c);
+    sum = t;
+  }
+  if (!sums) return;
+  sum = V::sub(sum, comp);
+  const reg d = V::lt_select(sum, V::set1(std::numeric_limits<float>::min()), one, sum);
+  V::storeu(mg.den + j, d);
+  V::storeu(mg.inv + j, V::div(one, d));
 }
 
 // One piece (columns [0, width) of a plane at x, y) through every band and
@@ -456,20 +447,16 @@ void softmax_axis_piece(const float *x, float *y, std::int64_t axis_len, std::in
   team_for_static(team, vectors, [&](std::int64_t v) { band(0).seed(v); });
   if (in_place) { // the shifts first, so that the first pass can store against M
     team_for_static(team, bands.count, [&](std::int64_t b) { band(b).shift_pass(); });
-    team_for_static(team, vectors, [&](std::int64_t v) {
-      merge_axis_bands<V>(lay, set, bands, v, v + 1, false, true);
-    });
+    team_for_static(team, vectors,
+                    [&](std::int64_t v) { merge_axis_bands<V>(lay, set, bands, v, false, true); });
     team_for_static(team, bands.count,
                     [&](std::int64_t b) { band(b).template stats_pass<true>(); });
   } else {
     team_for_static(team, bands.count,
                     [&](std::int64_t b) { band(b).template stats_pass<false>(); });
   }
-  team_for_static(team, vectors, [&](std::int64_t v) {
-    merge_axis_bands<V>(lay, set, bands, v, v + 1, true, false);
-    if (in_place) // every kept exponential is against M
-      for (std::int64_t b = 0; b < bands.count; ++b) lay.band(set, b).redo[v] = b * bands.rows;
-  });
+  team_for_static(team, vectors,
+                  [&](std::int64_t v) { merge_axis_bands<V>(lay, set, bands, v, true, in_place); });
   team_for_static(team, bands.count, [&](std::int64_t b) { band(b).output_pass(); });
 }
 
@@ -609,8 +596,8 @@ KernelStatus softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_
   // floats, a multiple of every vector width, so that no two threads write
   // one line of y), at most kPieceMax wide.
   const AxisBands bands = axis_bands(axis_len);
-  const std::int64_t lines = (inner + 15) / 16;
-  std::int64_t pieces = (inner + kPieceMax - 1) / kPieceMax;
+  const std::int64_t lines = ceil_div(inner, 16);
+  std::int64_t pieces = ceil_div(inner, kPieceMax);
   // Threads take whole planes where there are enough to go round evenly.
   // Otherwise, on a plane of 2^17 elements or more, the team goes through
   // its pieces one by one and shares out each one's bands (see
@@ -628,13 +615,13 @@ KernelStatus softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_
     const std::int64_t want = (2 * threads + outer - 1) / outer;
     if (want > pieces) pieces = want < lines ? want : lines;
   }
-  const std::int64_t piece_lines = (lines + pieces - 1) / pieces;
+  const std::int64_t piece_lines = ceil_div(lines, pieces);
   const std::int64_t width = piece_lines * 16;
-  pieces = (lines + piece_lines - 1) / piece_lines;
+  pieces = ceil_div(lines, piece_lines);
   const AxisStateLayout lay{width, width / V::width, bands.count};
   // One set of states per thread (or one for the team), each on pages of
   // its own.
-  const std::int64_t stride = (lay.set_floats() + 1023) / 1024 * 1024;
+  const std::int64_t stride = round_up(lay.set_floats(), 1024);
   const int sets = by_band ? 1 : threads;
   Scratch scratch(static_cast<std::size_t>(stride * sets + 1024));
   if (!scratch.data()) return KernelStatus::out_of_memory;
