@@ -44,14 +44,20 @@ template <class V> inline typename V::reg vexp_scale(typename V::reg p, typename
   return V::mul(V::mul(p, V::pow2i(n1)), V::pow2i(V::sub(n, n1)));
 }
 
+// x = n ln2 + r with an integral n and |r| <= ln2 / 2 (plus rounding).
+template <class V>
+inline void vexp_split(typename V::reg x, typename V::reg &n, typename V::reg &r) {
+  n = V::round(V::mul(x, V::set1(1.44269504088896341f)));
+  r = V::fmadd(n, V::set1(-0.693359375f), x);
+  r = V::fmadd(n, V::set1(2.12194440e-4f), r);
+}
+
 // exp(x + lo) for x in [-105.5, 88.75] or NaN and a finite |lo| <= ulp(x):
 // the reduction and the polynomial, nothing else. A NaN x flows through the
 // arithmetic to a NaN result.
 template <class V> inline typename V::reg vexp_reduced(typename V::reg x, typename V::reg lo) {
-  using reg = typename V::reg;
-  const reg n = V::round(V::mul(x, V::set1(1.44269504088896341f)));
-  reg r = V::fmadd(n, V::set1(-0.693359375f), x);
-  r = V::fmadd(n, V::set1(2.12194440e-4f), r);
+  typename V::reg n, r;
+  vexp_split<V>(x, n, r);
   return vexp_scale<V>(vexp_poly<V>(V::add(r, lo)), n);
 }
 
@@ -110,6 +116,18 @@ inline typename V::reg vexp_shifted(typename V::reg x, typename V::reg m, typena
   typename V::reg s, err;
   two_diff<V>(V::max(floor, x), m, s, err);
   return vexp_reduced<V>(s, err);
+}
+
+// Softmax's exp(x) for a row whose maximum m is in [0, kUnshiftedExpMax]
+// (see unshifted_row in softmax/softmax_kernels.hpp): no shift to subtract,
+// so no rounding error to carry. floor = set1(-kShiftedExpFloor): raising x
+// to it turns -inf into a finite argument, and exp of anything below -104
+// rounds to 0 anyway. A NaN x stays NaN.
+constexpr float kUnshiftedExpMax = 64.0f;
+template <class V> inline typename V::reg vexp_unshifted(typename V::reg x, typename V::reg floor) {
+  typename V::reg n, r;
+  vexp_split<V>(V::max(floor, x), n, r);
+  return vexp_scale<V>(vexp_poly<V>(r), n);
 }
 
 } // namespace AK_ISA_NS

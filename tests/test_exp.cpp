@@ -6,7 +6,9 @@
 //   - 0 for -inf and below -104, +inf on overflow and for +inf, NaN for NaN;
 //   - exp(a - b) with the subtraction's rounding error carried (vexp_diff),
 //     and softmax rows' variant with a floor under a (vexp_shifted)
-//     within 2 ulp of exp of the exact difference.
+//     within 2 ulp of exp of the exact difference;
+//   - softmax rows' exp(x) with a floor under x (vexp_unshifted) within 2 ulp
+//     over [-87.3, 64], the range its rows reach.
 #include "exp_probe/exp_probe.hpp"
 
 #include <attnkern.h>
@@ -70,9 +72,11 @@ struct Worst {
   std::size_t points = 0;
 };
 
-// Runs the probe over the floats between lo and hi (same sign) whose bit
-// patterns are `stride` apart, in chunks.
-void sweep(const akt::ExpProbe &probe, float lo, float hi, std::uint32_t stride, Worst &w) {
+using ExpFn = void (*)(const float *, float *, std::size_t);
+
+// Runs exp (a probe's exp or exp_unshifted) over the floats between lo and hi
+// (same sign) whose bit patterns are `stride` apart, in chunks.
+void sweep(ExpFn exp, float lo, float hi, std::uint32_t stride, Worst &w) {
   std::uint32_t a = to_bits(lo), b = to_bits(hi);
   if (a > b) std::swap(a, b); // negative floats order backwards
   constexpr std::size_t kChunk = 1 << 16;
@@ -80,7 +84,7 @@ void sweep(const akt::ExpProbe &probe, float lo, float hi, std::uint32_t stride,
   for (std::uint64_t u = a; u <= b;) {
     std::size_t n = 0;
     for (; n < kChunk && u <= b; ++n, u += stride) x[n] = from_bits(static_cast<std::uint32_t>(u));
-    probe.exp(x.data(), y.data(), n);
+    exp(x.data(), y.data(), n);
     for (std::size_t i = 0; i < n; ++i) {
       const double err = ulp_error(y[i], std::exp(static_cast<double>(x[i])));
       if (!(err <= w.ulp)) { // NaN results count as failures too
@@ -113,8 +117,8 @@ TEST_P(VexpTest, WithinTwoUlpOverTheWholeRange) {
   const char *full = std::getenv("AK_EXP_EXHAUSTIVE");
   const std::uint32_t stride = full && std::strcmp(full, "1") == 0 ? 1 : 128;
   Worst w;
-  sweep(GetParam(), -87.3f, -0.0f, stride, w);
-  sweep(GetParam(), 0.0f, 88.7f, stride, w);
+  sweep(GetParam().exp, -87.3f, -0.0f, stride, w);
+  sweep(GetParam().exp, 0.0f, 88.7f, stride, w);
   EXPECT_GE(w.points, stride == 1 ? std::size_t{2000000000} : std::size_t{10000000});
   EXPECT_LE(w.ulp, 2.0) << GetParam().isa << ": exp(" << w.x << ") = " << w.y << " vs "
                         << std::exp(static_cast<double>(w.x)) << " (" << w.points << " points)";
@@ -196,6 +200,28 @@ TEST_P(VexpTest, ShiftedWithinTwoUlpOfTheExactDifference) {
   EXPECT_EQ(out[2], 1.0f);
   EXPECT_EQ(out[3], 0.0f);
   EXPECT_EQ(out[4], 1.0f);
+}
+
+// Softmax rows' exp(x) for rows whose maximum is in [0, 64]
+// (vexp_unshifted): every 128th float of [-87.3, 64], and the floor: -inf
+// and everything below -104 give 0, NaN stays NaN.
+TEST_P(VexpTest, UnshiftedWithinTwoUlpOverItsRange) {
+  Worst w;
+  sweep(GetParam().exp_unshifted, -87.3f, -0.0f, 128, w);
+  sweep(GetParam().exp_unshifted, 0.0f, 64.0f, 128, w);
+  EXPECT_LE(w.ulp, 2.0) << GetParam().isa << ": exp(" << w.x << ") = " << w.y << " vs "
+                        << std::exp(static_cast<double>(w.x)) << " (" << w.points << " points)";
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {-inf,    -1e30f,     -1000.0f,
+                                -105.5f, -104.0001f, 0.0f,
+                                -0.0f,   64.0f,      std::numeric_limits<float>::quiet_NaN()};
+  std::vector<float> y(x.size());
+  GetParam().exp_unshifted(x.data(), y.data(), x.size());
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(y[i], 0.0f) << "exp(" << x[i] << ")";
+  EXPECT_EQ(y[5], 1.0f);
+  EXPECT_EQ(y[6], 1.0f);
+  EXPECT_LE(ulp_error(y[7], std::exp(64.0)), 2.0);
+  EXPECT_TRUE(std::isnan(y[8]));
 }
 
 INSTANTIATE_TEST_SUITE_P(PerIsa, VexpTest, ::testing::ValuesIn(akt::exp_probes()),

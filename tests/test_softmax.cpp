@@ -178,6 +178,20 @@ TEST_P(Softmax, ShortRowsSameBitsAloneOrGrouped) {
         x[static_cast<std::size_t>(6 * cols + j)] = 1e30f * static_cast<float>(j % 3);
       for (std::int64_t j = 0; j < cols; ++j) x[static_cast<std::size_t>(9 * cols + j)] = -kInf;
       x[9 * cols + cols - 1] = kNaN; // row 9: NaN among -inf
+      // Rows whose maximum is below 0 or above 64 subtract it; the others
+      // sum exp(x) itself (unshifted_row): rows 12 and 14 make their group of
+      // four (AVX-512) mixed, rows 16-19 a group of shifted rows, row 13's
+      // maximum is exactly 0 and row 21's exactly 64.
+      const auto offset_row = [&](std::int64_t r, float to_max) {
+        float *row = x.data() + r * cols, m = row[0];
+        for (std::int64_t j = 0; j < cols; ++j) m = std::fmax(m, row[j]);
+        for (std::int64_t j = 0; j < cols; ++j) row[j] = row[j] - m + to_max;
+      };
+      offset_row(12, -20.0f);
+      offset_row(13, 0.0f);
+      offset_row(14, 70.0f);
+      for (std::int64_t r = 16; r < 20; ++r) offset_row(r, -1.0f - static_cast<float>(r));
+      offset_row(21, 64.0f);
       std::vector<float> all(x.size()), alone(x.size());
       const auto run = [&](std::int64_t n_rows, const float *in, float *out) {
         return log ? ak_log_softmax(n_rows, cols, in, cols, out, cols)
@@ -201,6 +215,31 @@ TEST_P(Softmax, ShortRowsSameBitsAloneOrGrouped) {
           expect_row(y, x.data() + r * cols, cols, log, log ? 0 : kSoftmaxUnitScaleRel,
                      "row " + std::to_string(r));
       }
+    }
+}
+
+// Rows whose sum of exponentials nears the float range: equal entries (each
+// weight 1 / n) and entries spread over 10 below the maximum, one 75 below. Rows with a
+// maximum in [0, 64] sum exp(x) itself (unshifted_row): 32768 e^64 is far
+// below FLT_MAX, 32768 e^87 is not (so a higher limit overflows), and below
+// -87 exp(x) alone is subnormal (so a limit below 0 loses the weights'
+// precision).
+TEST_P(Softmax, RowsNearTheLimitsOfTheUnshiftedSum) {
+  const std::int64_t n = 32768;
+  for (const float v : {-95.0f, -50.0f, -0.0f, 0.0f, 30.0f, 64.0f, 64.5f, 80.0f, 87.0f, 88.7f})
+    for (const bool spread : {false, true}) {
+      SCOPED_TRACE(std::to_string(v) + (spread ? " spread" : " equal"));
+      std::vector<float> x(static_cast<std::size_t>(n), v);
+      if (spread) {
+        const std::vector<float> u = random_normal(x.size(), 47);
+        for (std::size_t j = 1; j < x.size(); ++j) x[j] = v - std::fmin(10.0f, std::fabs(3 * u[j]));
+        x[1] = v - 75.0f; // a weight near e^-75: normal, but exp(x) is not where v < -12
+      }
+      std::vector<float> y(x.size()), z(x.size());
+      ASSERT_EQ(ak_softmax(1, n, x.data(), n, y.data(), n), AK_OK);
+      ASSERT_EQ(ak_log_softmax(1, n, x.data(), n, z.data(), n), AK_OK);
+      expect_row(y.data(), x.data(), n, false, kSoftmaxUnitScaleRel, "softmax");
+      expect_row(z.data(), x.data(), n, true, 0, "log_softmax");
     }
 }
 

@@ -17,6 +17,9 @@ struct ExpProbe {
   // y[i] = exp(a[i] - b[i]) by vexp_shifted (softmax rows), for a <= b and
   // |b| <= 65536.
   void (*exp_shifted)(const float *a, const float *b, float *y, std::size_t n);
+  // y[i] = exp(x[i]) by vexp_unshifted (softmax rows whose maximum is in
+  // [0, 64]), with its floor at -105.
+  void (*exp_unshifted)(const float *x, float *y, std::size_t n);
 };
 
 // Every instruction set this build compiled.

@@ -8,6 +8,7 @@
   void probe_exp(const float *x, float *y, std::size_t n);                                         \
   void probe_exp_diff(const float *a, const float *b, float *y, std::size_t n);                    \
   void probe_exp_shifted(const float *a, const float *b, float *y, std::size_t n);                 \
+  void probe_exp_unshifted(const float *x, float *y, std::size_t n);                               \
   }
 
 AK_DECLARE_PROBE(scalar)
@@ -25,14 +26,19 @@ namespace akt {
 const std::vector<ExpProbe> &exp_probes() {
   static const std::vector<ExpProbe> probes = {
 #if defined(AK_HAVE_AVX512)
-    {"avx512", ak::avx512::probe_exp, ak::avx512::probe_exp_diff, ak::avx512::probe_exp_shifted},
-    {"avx2", ak::avx2::probe_exp, ak::avx2::probe_exp_diff, ak::avx2::probe_exp_shifted},
-    {"sse2", ak::sse2::probe_exp, ak::sse2::probe_exp_diff, ak::sse2::probe_exp_shifted},
+    {"avx512", ak::avx512::probe_exp, ak::avx512::probe_exp_diff, ak::avx512::probe_exp_shifted,
+     ak::avx512::probe_exp_unshifted},
+    {"avx2", ak::avx2::probe_exp, ak::avx2::probe_exp_diff, ak::avx2::probe_exp_shifted,
+     ak::avx2::probe_exp_unshifted},
+    {"sse2", ak::sse2::probe_exp, ak::sse2::probe_exp_diff, ak::sse2::probe_exp_shifted,
+     ak::sse2::probe_exp_unshifted},
 #endif
 #if defined(AK_HAVE_NEON)
-    {"neon", ak::neon::probe_exp, ak::neon::probe_exp_diff, ak::neon::probe_exp_shifted},
+    {"neon", ak::neon::probe_exp, ak::neon::probe_exp_diff, ak::neon::probe_exp_shifted,
+     ak::neon::probe_exp_unshifted},
 #endif
-    {"scalar", ak::scalar::probe_exp, ak::scalar::probe_exp_diff, ak::scalar::probe_exp_shifted},
+    {"scalar", ak::scalar::probe_exp, ak::scalar::probe_exp_diff, ak::scalar::probe_exp_shifted,
+     ak::scalar::probe_exp_unshifted},
   };
   return probes;
 }
