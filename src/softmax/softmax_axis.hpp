@@ -74,20 +74,26 @@ inline AxisBands axis_bands(std::int64_t axis_len) {
 
 // A band's state, per column of its piece: shift, sum of exp(x - shift) and
 // its compensation, the limit above which a value moves the shift (-inf:
-// none yet); per vector: whether every lane's shift suits vexp_shifted, the
+// none yet); per vector: the exp its lanes' shifts allow (AxisExp), the
 // row below which the kept exponentials are stale (redo) and, in place, the
 // row below which the first pass stores against the merged shift (last).
+// Which exp a vector of columns takes: vexp_unshifted where every lane's
+// shift is 0 (the same bits as vexp_shifted there, in 7 of its 21
+// operations), vexp_shifted where every |shift| <= kShiftedExpMaxShift, else
+// vexp_diff (all three agree on the lanes that suit more than one).
+enum class AxisExp : std::uint8_t { diff, shifted, unshifted };
+
 struct AxisBandState {
   float *m, *s, *c, *limit;
-  bool *shifted;
+  AxisExp *exp;
   std::int64_t *redo, *last;
 };
 // A piece's shared state: each column's final shift, its exp choice per
 // vector, the denominator and its reciprocal; and the shift and limit every
 // band starts from, with its exp choice.
 struct AxisMerged {
-  float *m, *den, *inv, *seed_m, *seed_limit;
-  bool *shifted, *seed_shifted;
+  float *m, *den, *inv, *seed_m, *seed_limit, *den_lo;
+  AxisExp *exp, *seed_exp;
 };
 
 // Where the states of one piece's bands and its merged state live in a
@@ -95,7 +101,7 @@ struct AxisMerged {
 struct AxisStateLayout {
   std::int64_t wpad, vectors, bands;
   std::int64_t band_floats() const { return (4 * wpad + 5 * vectors + 15) / 16 * 16; }
-  std::int64_t set_floats() const { return bands * band_floats() + 5 * wpad + 2 * vectors; }
+  std::int64_t set_floats() const { return bands * band_floats() + 6 * wpad + 2 * vectors; }
   AxisBandState band(float *set, std::int64_t b) const {
     float *p = set + b * band_floats();
     auto *redo = reinterpret_cast<std::int64_t *>(p + 4 * wpad);
@@ -103,20 +109,21 @@ struct AxisStateLayout {
             p + wpad,
             p + 2 * wpad,
             p + 3 * wpad,
-            reinterpret_cast<bool *>(redo + 2 * vectors),
+            reinterpret_cast<AxisExp *>(redo + 2 * vectors),
             redo,
             redo + vectors};
   }
   AxisMerged merged(float *set) const {
     float *p = set + bands * band_floats();
-    auto *flags = reinterpret_cast<bool *>(p + 5 * wpad);
-    return {p, p + wpad, p + 2 * wpad, p + 3 * wpad, p + 4 * wpad, flags, flags + vectors};
+    auto *flags = reinterpret_cast<AxisExp *>(p + 6 * wpad);
+    return {p,     p + wpad,       p + 2 * wpad, p + 3 * wpad, p + 4 * wpad, p + 5 * wpad,
+            flags, flags + vectors};
   }
 };
 
 // One band: rows [r0, r1) of columns [0, width) of an [axis_len, inner]
 // plane. Every step is per lane, bar the choice of exp per vector (see
-// refresh_shifted), so a column's result depends on its own elements alone,
+// exp_for), so a column's result depends on its own elements alone,
 // never on the piece it falls in.
 //
 // Column j's result is y = exp(x - M[j]) / S[j]. Each band sums the
@@ -183,16 +190,21 @@ template <class V> struct AxisBand {
   // sum made of terms at most 1, beside the new largest term, exactly 1.
   static constexpr float kGap = 32.0f;
 
-  // Whether every lane of vector j of these shifts suits vexp_shifted (else
-  // vexp_diff; both give the same bits where both apply).
-  static bool suits_shifted(const float *shift, std::int64_t j) {
+  // The exp that vector j of these shifts allows.
+  static AxisExp exp_for(const float *shift, std::int64_t j) {
     const reg m = V::loadu(shift + j); // never NaN
-    return !V::any_lt(V::set1(kShiftedExpMaxShift), V::max(m, V::sub(V::zero(), m)));
+    const reg magnitude = V::max(m, V::sub(V::zero(), m));
+    if (!V::any_lt(V::zero(), magnitude)) return AxisExp::unshifted;
+    return V::any_lt(V::set1(kShiftedExpMaxShift), magnitude) ? AxisExp::diff : AxisExp::shifted;
   }
 
   // Exponentials of Rows row vectors against a shift, with the vector's exp.
-  template <int Rows> static void exps(reg (&e)[Rows], reg shift, bool use_shifted) {
-    if (use_shifted) {
+  template <int Rows> static void exps(reg (&e)[Rows], reg shift, AxisExp kind) {
+    if (kind == AxisExp::unshifted) {
+      const reg floor = V::set1(-kShiftedExpFloor);
+#pragma GCC unroll 4
+      for (int k = 0; k < Rows; ++k) e[k] = vexp_unshifted<V>(e[k], floor);
+    } else if (kind == AxisExp::shifted) {
       const reg floor = V::sub(shift, V::set1(kShiftedExpFloor));
 #pragma GCC unroll 4
       for (int k = 0; k < Rows; ++k) e[k] = vexp_shifted<V>(e[k], shift, floor);
@@ -219,7 +231,7 @@ template <class V> struct AxisBand {
     shift = raised;
     V::storeu(st.m + j, shift);
     V::storeu(st.limit + j, V::lt_select(lim, top, V::add(raised, V::set1(kGap)), lim));
-    st.shifted[j / W] = suits_shifted(st.m, j);
+    st.exp[j / W] = exp_for(st.m, j);
     st.redo[j / W] = a;
   }
 
@@ -234,19 +246,23 @@ template <class V> struct AxisBand {
   }
 
   // Vector v of the shifts that the axis's first step sets (the largest of
-  // its first R rows; 0 and no limit where those are all -inf), which every
-  // band starts from. Found once per piece before any band writes: in
-  // place, the first rows are overwritten.
+  // its first R rows; 0 where that is in [0, kGap], as the softmax rows do
+  // for maxima in [0, 64] (unshifted_row): the shift stays below the
+  // column's maximum, so every weight is still at most its exponential;
+  // and 0 with no limit where those rows are all -inf), which every band
+  // starts from. Found once per piece before any band writes: in place,
+  // the first rows are overwritten.
   void seed(std::int64_t v) const {
     const std::int64_t j = v * W;
     reg e[R];
     const reg top =
         j + W <= width ? load_rows<R, false>(e, x, j, W) : load_rows<R, true>(e, x, j, width - j);
-    const reg lim = V::set1(-std::numeric_limits<float>::infinity());
-    const reg raised = V::lt_select(lim, top, top, V::zero());
+    const reg lim = V::set1(-std::numeric_limits<float>::infinity()), zero = V::zero();
+    const reg away = V::lt_select(top, zero, top, V::lt_select(V::set1(kGap), top, top, zero));
+    const reg raised = V::lt_select(lim, top, away, zero);
     V::storeu(mg.seed_m + j, raised);
     V::storeu(mg.seed_limit + j, V::lt_select(lim, top, V::add(raised, V::set1(kGap)), lim));
-    mg.seed_shifted[v] = suits_shifted(mg.seed_m, j);
+    mg.seed_exp[v] = exp_for(mg.seed_m, j);
   }
 
   // A fresh state at the seed shifts, with nothing stale.
@@ -259,7 +275,7 @@ template <class V> struct AxisBand {
       st.c[j] = 0.0f;
     }
     for (std::int64_t v = 0; v < padded / W; ++v) {
-      st.shifted[v] = mg.seed_shifted[v];
+      st.exp[v] = mg.seed_exp[v];
       st.redo[v] = r0;
     }
   }
@@ -300,12 +316,12 @@ template <class V> struct AxisBand {
         reg f[Rows];
 #pragma GCC unroll 4
         for (int k = 0; k < Rows; ++k) f[k] = e[k];
-        exps<Rows>(f, V::loadu(mg.m + j), mg.shifted[j / W]);
+        exps<Rows>(f, V::loadu(mg.m + j), mg.exp[j / W]);
 #pragma GCC unroll 4
         for (int k = 0; k < Rows; ++k) store<T>(ya + k * inner, j, n, f[k]);
-        exps<Rows>(e, shift, st.shifted[j / W]);
+        exps<Rows>(e, shift, st.exp[j / W]);
       } else {
-        exps<Rows>(e, shift, st.shifted[j / W]);
+        exps<Rows>(e, shift, st.exp[j / W]);
 #pragma GCC unroll 4
         for (int k = 0; k < Rows; ++k) store<T>(ya + k * inner, j, n, e[k]);
       }
@@ -335,11 +351,13 @@ template <class V> struct AxisBand {
         for (int k = 0; k < Rows; ++k) e[k] = load<T>(ya + k * inner, j, n);
       } else {
         load_rows<Rows, T>(e, xa, j, n);
-        exps<Rows>(e, V::loadu(mg.m + j), mg.shifted[j / W]);
+        exps<Rows>(e, V::loadu(mg.m + j), mg.exp[j / W]);
       }
-      const reg d = V::loadu(mg.den + j), inv = V::loadu(mg.inv + j);
+      const reg d = V::loadu(mg.den + j), lo = V::loadu(mg.den_lo + j);
+      const reg inv = V::loadu(mg.inv + j);
 #pragma GCC unroll 4
-      for (int k = 0; k < Rows; ++k) store<T>(ya + k * inner, j, n, divide_by<V>(e[k], d, inv));
+      for (int k = 0; k < Rows; ++k)
+        store<T>(ya + k * inner, j, n, divide_by_sum<V>(e[k], d, lo, inv));
     });
   }
 
@@ -369,9 +387,10 @@ template <class V> struct AxisBand {
 // The merge of a piece's band states for vector v: M, the largest shift
 // among the bands that set one (0 where none did: an all -inf column); with
 // `sums`, also S, the bands' sums scaled by exp(shift - M) and added in band
-// order (compensated, each band's own compensation folded in and the total
-// correction applied at the end), as the denominator (1 where S is 0: an
-// all -inf column, whose weights stay 0; NaN stays NaN) and its reciprocal.
+// order (compensated, each band's own compensation folded in), as the
+// denominator (1 where S is 0: an all -inf column, whose weights stay 0; NaN
+// stays NaN), the correction as its low part (see divide_by_sum) and its
+// reciprocal.
 // A band's vectors whose shifts differ from M in any lane are stale in all
 // its rows. Out of place, their redo becomes the band's end. In place, the
 // merge after the shift pass (no `sums`) sets each band's `last` (its end,
@@ -402,7 +421,7 @@ void merge_axis_bands(const AxisStateLayout &lay, float *set, const AxisBands &b
     }
   }
   V::storeu(mg.m + j, top);
-  mg.shifted[v] = AxisBand<V>::suits_shifted(mg.m, j);
+  mg.exp[v] = AxisBand<V>::exp_for(mg.m, j);
   reg sum = zero, comp = zero;
   for (std::int64_t b = 0; b < bands.count; ++b) {
     const AxisBandState st = lay.band(set, b);
@@ -423,9 +442,10 @@ void merge_axis_bands(const AxisStateLayout &lay, float *set, const AxisBands &b
     sum = t;
   }
   if (!sums) return;
-  sum = V::sub(sum, comp);
+  // the denominator as the pair sum - comp (divide_by_sum)
   const reg d = V::lt_select(sum, V::set1(std::numeric_limits<float>::min()), one, sum);
   V::storeu(mg.den + j, d);
+  V::storeu(mg.den_lo + j, V::sub(zero, comp));
   V::storeu(mg.inv + j, V::div(one, d));
 }
 
@@ -494,18 +514,25 @@ void softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
   for (std::int64_t a = 0; a < axis_len; ++a)
 #pragma GCC unroll 4
     for (int v = 0; v < NB; ++v) shift[v] = V::max(shift[v], load(x + a * inner + v * W));
-  // An all -inf column shifts by 0 (exp then gives 0, not NaN); vexp_shifted
-  // only if every lane of the block suits it (it and vexp_diff agree on
-  // such lanes).
+  // An all -inf column shifts by 0 (exp then gives 0, not NaN), and so does
+  // a column whose maximum is in [0, 64] (unshifted_row's reasons);
+  // vexp_unshifted if every lane of the block shifts by 0, vexp_shifted if
+  // every lane suits it (the three agree on the lanes that suit more than
+  // one).
   const reg zero = V::zero(), one = V::set1(1.0f);
   const reg lowest = V::set1(std::numeric_limits<float>::lowest());
-  const reg limit = V::set1(kShiftedExpMaxShift);
-  reg misfits = zero; // lanes with |shift| > limit (inf too) or NaN
+  const reg limit = V::set1(kShiftedExpMaxShift), unshifted_max = V::set1(kUnshiftedExpMax);
+  reg misfits = zero;  // lanes with |shift| > limit (inf too) or NaN
+  reg shifting = zero; // lanes with a shift other than 0
   for (int v = 0; v < NB; ++v) {
     shift[v] = V::lt_select(shift[v], lowest, zero, shift[v]);
+    shift[v] = V::lt_select(shift[v], zero, shift[v],
+                            V::lt_select(unshifted_max, shift[v], shift[v], zero));
     const reg abs_shift = V::max(shift[v], V::sub(zero, shift[v]));
     misfits = V::add(misfits, V::lt_select(limit, abs_shift, one, zero));
     misfits = V::add(misfits, V::nan_select(shift[v], one, zero));
+    shifting = V::add(shifting, V::lt_select(zero, abs_shift, one, zero));
+    shifting = V::add(shifting, V::nan_select(shift[v], one, zero));
     sum[v] = zero;
     comp[v] = zero;
   }
@@ -520,7 +547,10 @@ void softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
         sum[v] = t;
       }
   };
-  if (V::reduce_add(misfits) == 0.0f) {
+  if (V::reduce_add(shifting) == 0.0f) {
+    const reg floor = V::set1(-kShiftedExpFloor);
+    exp_pass([&](int, reg xv) { return vexp_unshifted<V>(xv, floor); });
+  } else if (V::reduce_add(misfits) == 0.0f) {
     const reg floor_offset = V::set1(kShiftedExpFloor);
     exp_pass([&](int v, reg xv) {
       return vexp_shifted<V>(xv, shift[v], V::sub(shift[v], floor_offset));
@@ -528,9 +558,11 @@ void softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
   } else {
     exp_pass([&](int v, reg xv) { return vexp_diff<V>(xv, shift[v]); });
   }
-  // As finish_sums: 1 for an all -inf column's 0 (its weights stay 0).
-  reg inv[NB];
+  // The sum as the pair sum - comp (divide_by_sum: its rounding adds no
+  // error); 1 for an all -inf column's 0 (its weights stay 0).
+  reg inv[NB], lo[NB];
   for (int v = 0; v < NB; ++v) {
+    lo[v] = V::sub(zero, comp[v]);
     sum[v] = V::lt_select(sum[v], V::set1(std::numeric_limits<float>::min()), one, sum[v]);
     inv[v] = V::div(one, sum[v]);
   }
@@ -538,7 +570,7 @@ void softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
 #pragma GCC unroll 4
     for (int v = 0; v < NB; ++v) {
       float *p = y + a * inner + v * W;
-      store(p, divide_by<V>(load(p), sum[v], inv[v]));
+      store(p, divide_by_sum<V>(load(p), sum[v], lo[v], inv[v]));
     }
 }
 

@@ -244,17 +244,21 @@ inline typename V::reg divide_by(typename V::reg e, typename V::reg s, typename 
   }
 }
 
-// e / (s + s_lo) for a positive s and |s_lo| <= ulp(s) / 2, given inv = 1 / s
-// rounded: divide_by's Newton step on the remainder of the pair, so that the
-// sum's rounding to float adds no error (with FMA; rows_divide says how
-// instruction sets without it divide).
+// e / (s + s_lo) for a positive s and |s_lo| <= ulp(s), given inv = 1 / s
+// rounded: with FMA, divide_by's Newton step on the remainder of the pair,
+// so that the sum's rounding to float adds no error; without, e / (s + s_lo)
+// rounded (rows_divide does better there).
 template <class V>
 inline typename V::reg divide_by_sum(typename V::reg e, typename V::reg s, typename V::reg s_lo,
                                      typename V::reg inv) {
-  static_assert(V::has_fma, "the remainder must be exact");
-  const typename V::reg q = V::mul(e, inv);
-  const typename V::reg neg_s = V::sub(V::zero(), s), neg_lo = V::sub(V::zero(), s_lo);
-  return V::fmadd(V::fmadd(q, neg_lo, V::fmadd(q, neg_s, e)), inv, q);
+  if constexpr (V::has_fma) {
+    const typename V::reg q = V::mul(e, inv);
+    const typename V::reg neg_s = V::sub(V::zero(), s), neg_lo = V::sub(V::zero(), s_lo);
+    return V::fmadd(V::fmadd(q, neg_lo, V::fmadd(q, neg_s, e)), inv, q);
+  } else {
+    (void)inv;
+    return V::div(e, V::add(s, s_lo));
+  }
 }
 
 // y[r] = y[r] / (s[r] + s_lo[r]) (softmax) in place over n floats. Without
