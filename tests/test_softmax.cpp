@@ -400,13 +400,14 @@ TEST_P(Softmax, AxisColumnSameBitsWhateverItsNeighbours) {
 }
 
 // The pieces sum each column against a shift that moves when a value
-// passes it by more than 32 (src/softmax/softmax_axis.hpp): columns whose
-// shift moves once or several times, late, after many -inf rows or for one
-// spike, must still match the reference, and in place (where every
+// passes it by more than 32, from 0 where the first rows' maximum is in
+// [0, 32] (src/softmax/softmax_axis.hpp): columns whose shift moves once or
+// several times, late, after many -inf rows or for one spike, or that lie
+// far below 0, must still match the reference (short axes too), and in place (where every
 // exponential is recomputed) must give the bits of out of place (where the
 // first pass keeps them and only stale rows are recomputed).
 TEST_P(Softmax, AxisShiftMovesAlongTheAxis) {
-  for (const std::int64_t axis : {33, 301})
+  for (const std::int64_t axis : {9, 33, 301})
     for (const std::int64_t inner : {40, 1100}) {
       SCOPED_TRACE("axis=" + std::to_string(axis) + " inner=" + std::to_string(inner));
       std::vector<float> x = random_normal(static_cast<std::size_t>(axis * inner), 77);
@@ -414,7 +415,7 @@ TEST_P(Softmax, AxisShiftMovesAlongTheAxis) {
         for (std::int64_t i = 0; i < inner; ++i) {
           float &v = x[static_cast<std::size_t>(a * inner + i)];
           const float fa = static_cast<float>(a);
-          switch (i % 6) {
+          switch (i % 7) {
           case 0:
             v += 0.75f * fa;
             break; // rising: the shift moves every ~43 rows
@@ -430,6 +431,9 @@ TEST_P(Softmax, AxisShiftMovesAlongTheAxis) {
           case 4:
             v *= 12.0f;
             break; // wide but unordered
+          case 5:
+            v -= 95.0f;
+            break; // far below 0: shifted by its maximum, not by 0
           default:
             break; // unit scale
           }
