@@ -218,6 +218,33 @@ TEST_P(Softmax, ShortRowsSameBitsAloneOrGrouped) {
     }
 }
 
+// Log-softmax of rows whose sum s is near 1 (one entry far above the
+// others): log s is small, and so is the bound (2 ulp of |x| + |m| +
+// log s) wherever x and m are small too. log s must come from the sum to
+// better than a float (s rounded to float alone moved it by up to 6e-8)
+// and the sum from exact two-sums (a Kahan fold lost half an ulp of 1 where
+// the maximum came after the small terms). Rows of up to two vectors of the
+// narrowest instruction set, the maximum first, last and between.
+TEST_P(Softmax, LogSoftmaxOfRowsWhoseSumIsNearOne) {
+  std::vector<std::vector<float>> rows = {{7.40471587e-05f, -7.78074503f},
+                                          {-7.78074503f, 7.40471587e-05f},
+                                          {-8.69314957f, 0.0001316329f},
+                                          {-0.00611560186f, -2.66530752f}};
+  for (const std::int64_t cols : {3, 5, 8})
+    for (const std::int64_t top : {std::int64_t{0}, cols / 2, cols - 1}) {
+      std::vector<float> x = random_normal(static_cast<std::size_t>(cols), 53, 0.5f);
+      for (float &v : x) v -= 8.0f;
+      x[static_cast<std::size_t>(top)] = 1e-4f;
+      rows.push_back(x);
+    }
+  for (const auto &x : rows) {
+    const std::int64_t n = static_cast<std::int64_t>(x.size());
+    std::vector<float> z(x.size());
+    ASSERT_EQ(ak_log_softmax(1, n, x.data(), n, z.data(), n), AK_OK);
+    expect_row(z.data(), x.data(), n, true, 0, "log_softmax n=" + std::to_string(n));
+  }
+}
+
 // Rows whose sum of exponentials nears the float range: equal entries (each
 // weight 1 / n) and entries spread over 10 below the maximum, one 75 below. Rows with a
 // maximum in [0, 64] sum exp(x) itself (unshifted_row): 32768 e^64 is far

@@ -93,11 +93,15 @@ template <class V, int R> void rows_max(const float *const *rows, std::int64_t n
 }
 
 // sum_j exp(x_j - m) per row; writes the exponentials to out[r] unless out
-// is null. Summation: short float partial sums (at most 8 terms per lane),
-// folded per lane into a compensated (Kahan) running total every block,
-// whose lanes are added in double once at the end. A plain float running
-// sum over 32k terms loses ~1e-5 relative; this keeps the sum within a few
-// ulp whatever the length, at four vector operations per block.
+// is null. Summation: two float partial sums (at most 8 terms per lane
+// each), folded per lane into a running total every block by exact
+// two-sums (their errors added up apart), whose lanes are added in double
+// once at the end. A plain float running sum over 32k terms loses ~1e-5
+// relative; this keeps the sum within a few ulp whatever the length, at 14
+// vector operations per block, and exact for rows of up to two vectors.
+// (Kahan's four operations per fold assume the total outweighs the term: a
+// row's maximum coming after its small terms lost up to half an ulp of 1,
+// 1e-4 of a log-softmax's log s near 1.)
 // The sum comes as sum[r] + sum_lo[r] (the double total's rounding to float
 // and its remainder). read_next[r]: a row to prefetch, or null; write_next:
 // rows to prefetch for writing (prefetch_for_write), or null. exp_of(r, v):
@@ -118,7 +122,11 @@ void rows_exp_sum_with(const float *const *rows, std::int64_t n, float *const *o
   }
   const bool store = out != nullptr;
   constexpr int W = V::width;
-  constexpr std::int64_t kBlock = 16 * W;
+  // One term per block where a vector is one float (scalar): a partial sum
+  // there would round 1 + small in float, which log-softmax's log s cannot
+  // afford for s near 1 (a lane of a wider vector meets the same only from
+  // 17 entries on, where log s is larger).
+  constexpr std::int64_t kBlock = W == 1 ? 1 : 16 * W;
   reg total[R], comp[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) total[r] = comp[r] = V::zero();
@@ -163,15 +171,18 @@ void rows_exp_sum_with(const float *const *rows, std::int64_t n, float *const *o
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const reg y = V::sub(V::add(s0[r], s1[r]), comp[r]);
-      const reg t = V::add(total[r], y);
-      comp[r] = V::sub(V::sub(t, total[r]), y);
-      total[r] = t;
+      const reg parts[2] = {s0[r], s1[r]};
+      for (const reg part : parts) {
+        reg t, err;
+        two_diff<V>(total[r], V::sub(V::zero(), part), t, err);
+        total[r] = t;
+        comp[r] = V::add(comp[r], err);
+      }
     }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-    const double s = V::reduce_add_double(total[r]) - V::reduce_add_double(comp[r]);
+    const double s = V::reduce_add_double(total[r]) + V::reduce_add_double(comp[r]);
     sum[r] = static_cast<float>(s);
     sum_lo[r] = static_cast<float>(s - static_cast<double>(sum[r]));
   }
@@ -187,25 +198,38 @@ void rows_exp_sum_with(const float *const *rows, std::int64_t n, float *const *o
 // the weight exp(x) / sum is then at most exp(x), a weight that is a normal float never comes from
 // a subnormal exponential. Decided per row from the row alone, so grouping rows never changes a
 // result.
-inline bool unshifted_row(float m, std::int64_t n) {
-  return m >= 0.0f && m <= kUnshiftedExpMax && n < (std::int64_t{1} << 35);
+inline bool unshifted_row(float m, std::int64_t n, float lowest = 0.0f) {
+  return m >= lowest && m <= kUnshiftedExpMax && n < (std::int64_t{1} << 35);
 }
+
+// What a row's exponentials are for: softmax's weights, each to an ulp, or
+// log-softmax's sum alone. Weights of rows with a maximum in [0, 64] come
+// from exp(x) itself where FMA lets the division take the sum's low part
+// (without, the shifted exponentials are more accurate: 2.4e-7 against
+// 2.6e-7 at worst, scalar). Log-softmax's y = x - (shift + log s) takes
+// exp(x) itself only where the maximum is at least 1: log s then carries
+// exp's relative error (~1e-7) as an absolute one, within its bound of 2
+// ulp of |x| + |m| + log s only where |m| is not small (a one-entry row with
+// the shift gives exactly 0).
+enum class RowExp { weights, sum_only };
 
 // m[r]: row r's maximum, finite or +inf/NaN (not -inf); for R > 1 every
 // |m[r]| <= kShiftedExpMaxShift (softmax_rows_at sends other rows alone).
 // Sets shift[r] to what was subtracted from row r: 0 (unshifted_row) or m[r].
 template <class V, int R>
 void rows_exp_sum(const float *const *x, std::int64_t n, const float *m, float *const *e,
-                  float *const *w, const float *const *next, bool may_unshift, float *sum,
-                  float *sum_lo, float *shift) {
+                  float *const *w, const float *const *next, RowExp use, float *sum, float *sum_lo,
+                  float *shift) {
   using reg = typename V::reg;
+  const bool may_unshift = V::has_fma || use == RowExp::sum_only;
+  const float lowest = use == RowExp::weights ? 0.0f : 1.0f;
   int unshifted = 0;
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) unshifted += may_unshift && unshifted_row(m[r], n);
+  for (int r = 0; r < R; ++r) unshifted += may_unshift && unshifted_row(m[r], n, lowest);
   if (R > 1 && unshifted > 0 && unshifted < R) { // mixed: each row alone
     for (int r = 0; r < R; ++r)
-      rows_exp_sum<V, 1>(x + r, n, m + r, e ? e + r : nullptr, w ? w + r : nullptr, next + r,
-                         may_unshift, sum + r, sum_lo + r, shift + r);
+      rows_exp_sum<V, 1>(x + r, n, m + r, e ? e + r : nullptr, w ? w + r : nullptr, next + r, use,
+                         sum + r, sum_lo + r, shift + r);
     return;
   }
   if (unshifted == R) {
@@ -362,17 +386,18 @@ void softmax_rows_at(const float *const *x, float *const *y, std::int64_t n, boo
     return;
   }
   if (log) {
-    rows_exp_sum<V, R>(x, n, m, nullptr, y, next, false, s, s_lo, shift);
-    // shift + log(s) computed as one offset: x - (shift + log s) rounds once
-    // per element; s >= 1 since the maximum contributes exp(m - shift) >= 1.
-    for (int r = 0; r < R; ++r) c[r] = shift[r] + std::log(s[r]);
+    rows_exp_sum<V, R>(x, n, m, nullptr, y, next, RowExp::sum_only, s, s_lo, shift);
+    // shift + log(s) computed as one offset, in double from the sum's pair
+    // (s near 1 rounded to float alone moved log s by up to 6e-8, 7 times
+    // the bound of a 2-entry row of small values): x - (shift + log s) then
+    // rounds twice per element. s >= 1 since the maximum contributes
+    // exp(m - shift) >= 1.
+    for (int r = 0; r < R; ++r)
+      c[r] = static_cast<float>(static_cast<double>(shift[r]) +
+                                std::log(static_cast<double>(s[r]) + static_cast<double>(s_lo[r])));
     rows_subtract<V, R>(x, y, n, c, next);
   } else {
-    // Log-softmax keeps the shift: x - (m + log s) is exact for the maximum
-    // of a one-entry row, and log(sum of exp(x)) would carry the sum's
-    // relative rounding as an absolute error. Without FMA the shifted
-    // exponentials are more accurate (2.4e-7 against 2.6e-7 at worst, scalar).
-    rows_exp_sum<V, R>(x, n, m, y, nullptr, next, V::has_fma, s, s_lo, shift);
+    rows_exp_sum<V, R>(x, n, m, y, nullptr, next, RowExp::weights, s, s_lo, shift);
     rows_divide<V, R>(y, n, s, s_lo, next);
   }
 }
