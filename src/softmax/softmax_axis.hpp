@@ -72,17 +72,17 @@ inline AxisBands axis_bands(std::int64_t axis_len) {
   return {(axis_len + rows - 1) / rows, rows};
 }
 
-// A band's state, per column of its piece: shift, sum of exp(x - shift) and
-// its compensation, the limit above which a value moves the shift (-inf:
-// none yet); per vector: the exp its lanes' shifts allow (AxisExp), the
-// row below which the kept exponentials are stale (redo) and, in place, the
-// row below which the first pass stores against the merged shift (last).
 // Which exp a vector of columns takes: vexp_unshifted where every lane's
 // shift is 0 (the same bits as vexp_shifted there, in 7 of its 21
 // operations), vexp_shifted where every |shift| <= kShiftedExpMaxShift, else
 // vexp_diff (all three agree on the lanes that suit more than one).
 enum class AxisExp : std::uint8_t { diff, shifted, unshifted };
 
+// A band's state, per column of its piece: shift, sum of exp(x - shift) and
+// its compensation, the limit above which a value moves the shift (-inf:
+// none yet); per vector: the exp its lanes' shifts allow (AxisExp), the
+// row below which the kept exponentials are stale (redo) and, in place, the
+// row below which the first pass stores against the merged shift (last).
 struct AxisBandState {
   float *m, *s, *c, *limit;
   AxisExp *exp;
@@ -298,12 +298,13 @@ template <class V> struct AxisBand {
   // add their exponentials to each column's compensated (Kahan) sum, two
   // rows at a time with FMA (one at a time without: there the division
   // rounds the sum, and pairs broke the 2e-7 bound in the tests), and keep
-  // them in y. Worst error against double over
-  // 2e7 unit-normal elements (axes 33-4096, AVX-512): every term on its own 1.6e-7, pairs 1.7e-7,
-  // partials of 4 2.1e-7 (DESIGN.md's bound is 2e-7); pairs against every term alone, 1 thread,
-  // medians of 7: 1024 x 1024 2.24 -> 2.38 Gelem/s, 300 x 300 1.91 -> 2.01. In place (Final), rows
-  // before a vector's `last` store the exponentials against the merged
-  // shifts instead, since x will not be there to recompute them.
+  // them in y. Worst error against double over 2e7 unit-normal elements
+  // (axes 33-4096, AVX-512): every term on its own 1.6e-7, pairs 1.7e-7,
+  // partials of 4 2.1e-7 (DESIGN.md's bound is 2e-7); pairs against every
+  // term alone, 1 thread, medians of 7: 1024 x 1024 2.24 -> 2.38 Gelem/s,
+  // 300 x 300 1.91 -> 2.01. In place (Final), rows before a vector's `last`
+  // store the exponentials against the merged shifts instead, since x will
+  // not be there to recompute them.
   template <int Rows, bool Final> void stats_step(std::int64_t a) const {
     const float *xa = x + a * inner, *next = ahead(x, a, Rows);
     const float *y_next = Final ? nullptr : ahead(y, a, Rows);
