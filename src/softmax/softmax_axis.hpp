@@ -42,6 +42,15 @@
 namespace ak {
 namespace AK_ISA_NS {
 
+// Axes up to this long take the blocks; longer ones, the pieces, whose two
+// passes win from about there on. 1 thread, Gelem/s, blocks / pieces:
+// - AVX-512: 8 x 32768 1.64 / 1.51, 16 x 32768 1.67 / 1.64, 32 x 8192
+//   1.77 / 1.77, 64 x 16384 1.53 / 1.68, 128 x 128 1.73 / 1.81, 256 x 256
+//   1.81 / 1.93, 256 x 4096 1.74 / 1.96;
+// - AVX2: 4 x 8192 0.88 / 0.63, 32 x 8192 0.95 / 0.89, 128 x 128
+//   1.03 / 0.98, 256 x 256 0.97 / 1.07.
+constexpr std::int64_t kShortAxisMax = 32;
+
 constexpr std::int64_t kPieceMax = 1024; // floats: 4 KiB row segments
 // Rows requested ahead of each pass: the segments of a piece are a page
 // apart or more, where the hardware prefetchers stop (2048 x 2048, 1
@@ -130,7 +139,7 @@ struct AxisStateLayout {
 // exponentials of its rows (compensated) against a running shift of its
 // own, keeps them in y, and the piece's merge (merge_axis_bands) takes the
 // largest band shift as M and adds the bands' sums, each scaled to M. Every
-// band starts from the shift that the axis's first step sets, so the bands
+// band starts from the shift that the axis's first rows set, so the bands
 // of a column agree unless a value passes it by more than kGap. The second
 // pass divides; out of place, it recomputes from x the rows that a later
 // move made stale (redo: before a band's last move, or all of a band whose
@@ -185,7 +194,7 @@ template <class V> struct AxisBand {
   // every exponential stays below e^32 (e^64 for shifts of 2^29 and more,
   // where shift + 32 may round up to shift + 64; a sum of any length stays
   // finite either way) and a column whose values lie within 32 of each
-  // other sets its shift once, at its first step. A later move multiplies
+  // other sets its shift once, from the first rows. A later move multiplies
   // the sum so far by exp(old - new): one more rounding, on a part of the
   // sum made of terms at most 1, beside the new largest term, exactly 1.
   static constexpr float kGap = 32.0f;
@@ -245,18 +254,28 @@ template <class V> struct AxisBand {
     return top;
   }
 
-  // Vector v of the shifts that the axis's first step sets (the largest of
-  // its first R rows; 0 where that is in [0, kGap], as the softmax rows do
-  // for maxima in [0, 64] (unshifted_row): the shift stays below the
-  // column's maximum, so every weight is still at most its exponential;
-  // and 0 with no limit where those rows are all -inf), which every band
-  // starts from. Found once per piece before any band writes: in place,
-  // the first rows are overwritten.
+  // Vector v of the shifts that the axis's first kSeedRows rows set (their
+  // largest; 0 where that is in [0, kGap], as the softmax rows do for
+  // maxima in [0, 64] (unshifted_row): the shift stays below the column's
+  // maximum, so every weight is still at most its exponential; and 0 with
+  // no limit where those rows are all -inf), which every band starts from.
+  // Found once per piece before any band writes: in place, the first rows
+  // are overwritten. 16 rows rather than one step's 4, so that a vector's
+  // 16 unit-normal columns all start from 0 (and take vexp_unshifted) but
+  // about once in 4000 pieces, not about 2 times in 3: 1 thread, medians
+  // of 5, Gelem/s, 1024 x 1024 2.35 -> 2.70, 300 x 300 1.94 -> 2.25,
+  // 128 x 128 2.10 -> 2.66 (4096 x 4096, bound by memory: the same).
+  static constexpr int kSeedRows = 16;
+  static_assert(kSeedRows % R == 0 && kSeedRows <= kShortAxisMax, "long axes have them");
   void seed(std::int64_t v) const {
     const std::int64_t j = v * W;
     reg e[R];
-    const reg top =
-        j + W <= width ? load_rows<R, false>(e, x, j, W) : load_rows<R, true>(e, x, j, width - j);
+    reg top = V::set1(-std::numeric_limits<float>::infinity());
+    for (int q = 0; q < kSeedRows / R; ++q) {
+      const float *xq = x + q * R * inner;
+      top = V::max(top, j + W <= width ? load_rows<R, false>(e, xq, j, W)
+                                       : load_rows<R, true>(e, xq, j, width - j));
+    }
     const reg lim = V::set1(-std::numeric_limits<float>::infinity()), zero = V::zero();
     const reg away = V::lt_select(top, zero, top, V::lt_select(V::set1(kGap), top, top, zero));
     const reg raised = V::lt_select(lim, top, away, zero);
@@ -584,15 +603,6 @@ void softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
       store(p, divide_by_sum<V>(load(p), sum[v], lo[v], inv[v]));
     }
 }
-
-// Axes up to this long take the blocks; longer ones, the pieces, whose two
-// passes win from about there on. 1 thread, Gelem/s, blocks / pieces:
-// - AVX-512: 8 x 32768 1.64 / 1.51, 16 x 32768 1.67 / 1.64, 32 x 8192
-//   1.77 / 1.77, 64 x 16384 1.53 / 1.68, 128 x 128 1.73 / 1.81, 256 x 256
-//   1.81 / 1.93, 256 x 4096 1.74 / 1.96;
-// - AVX2: 4 x 8192 0.88 / 0.63, 32 x 8192 0.95 / 0.89, 128 x 128
-//   1.03 / 0.98, 256 x 256 0.97 / 1.07.
-constexpr std::int64_t kShortAxisMax = 32;
 
 // Short axes: blocks of 8 vectors, then single vectors, then
 // the last partial vector, each (outer, block) one work item.
