@@ -253,25 +253,13 @@ void rows_exp_sum(const float *const *x, std::int64_t n, const float *m, float *
       x, n, e, w, next, [&](int r, reg v) { return vexp_diff<V>(v, vm[r]); }, sum, sum_lo);
 }
 
-// e / s for a positive s, given inv = 1 / s rounded. With FMA: the product
-// e * inv corrected by one Newton step on its exact remainder, which gives
-// the correctly rounded quotient but for rare ties (the vector divider is
-// several times slower on current x86 cores); without FMA: a division.
-template <class V>
-inline typename V::reg divide_by(typename V::reg e, typename V::reg s, typename V::reg inv) {
-  if constexpr (V::has_fma) {
-    const typename V::reg q = V::mul(e, inv);
-    return V::fmadd(V::fmadd(q, V::sub(V::zero(), s), e), inv, q);
-  } else {
-    (void)inv;
-    return V::div(e, s);
-  }
-}
-
 // e / (s + s_lo) for a positive s and |s_lo| <= ulp(s), given inv = 1 / s
-// rounded: with FMA, divide_by's Newton step on the remainder of the pair,
-// so that the sum's rounding to float adds no error; without, in double
-// (rows_divide multiplies by a reciprocal in double there instead).
+// rounded. With FMA: the product e * inv corrected by one Newton step on its
+// remainder against both parts of the sum (e - q s is exact), which gives
+// the correctly rounded quotient of the pair but in rare cases, so that the
+// sum's rounding to float adds no error (the vector divider is several
+// times slower on current x86 cores). Without FMA: in double (rows_divide
+// multiplies by a reciprocal in double there instead).
 template <class V>
 inline typename V::reg divide_by_sum(typename V::reg e, typename V::reg s, typename V::reg s_lo,
                                      typename V::reg inv) {
