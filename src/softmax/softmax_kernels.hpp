@@ -193,11 +193,12 @@ void rows_exp_sum_with(const float *const *rows, std::int64_t n, float *const *o
 // (7 of the 21 vector operations of vexp_shifted), and softmax is the same
 // function whatever the shift. 1 thread, AVX-512, an A/B of 5 alternating
 // runs, median Gelem/s: 128 x 128 2.12 -> 2.62, 16 x 32768 2.55 -> 3.11,
-// 1024 x 1024 2.40 -> 2.70 (unit-normal rows: maxima in [0, 64]). With 0 <= m <= kUnshiftedExpMax
-// no exp overflows and the sum (at least exp(m) >= 1, below 2^35 e^64 < FLT_MAX) is finite; since
-// the weight exp(x) / sum is then at most exp(x), a weight that is a normal float never comes from
-// a subnormal exponential. Decided per row from the row alone, so grouping rows never changes a
-// result.
+// 1024 x 1024 2.40 -> 2.70 (unit-normal rows: maxima in [0, 64]). With
+// 0 <= m <= kUnshiftedExpMax no exp overflows and the sum (at least
+// exp(m) >= 1, below 2^35 e^64 < FLT_MAX) is finite; since the weight
+// exp(x) / sum is then at most exp(x), a weight that is a normal float never
+// comes from a subnormal exponential. Decided per row from the row alone, so
+// grouping rows never changes a result.
 inline bool unshifted_row(float m, std::int64_t n, float lowest = 0.0f) {
   return m >= lowest && m <= kUnshiftedExpMax && n < (std::int64_t{1} << 35);
 }
