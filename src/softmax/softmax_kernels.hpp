@@ -259,8 +259,7 @@ void rows_exp_sum(const float *const *x, std::int64_t n, const float *m, float *
 // remainder against both parts of the sum (e - q s is exact), which gives
 // the correctly rounded quotient of the pair but in rare cases, so that the
 // sum's rounding to float adds no error (the vector divider is several
-// times slower on current x86 cores). Without FMA: in double (rows_divide
-// multiplies by a reciprocal in double there instead).
+// times slower on current x86 cores). Without FMA: each lane in double.
 template <class V>
 inline typename V::reg divide_by_sum(typename V::reg e, typename V::reg s, typename V::reg s_lo,
                                      typename V::reg inv) {
@@ -284,53 +283,39 @@ inline typename V::reg divide_by_sum(typename V::reg e, typename V::reg s, typen
   }
 }
 
-// y[r] = y[r] / (s[r] + s_lo[r]) (softmax) in place over n floats. Without
-// FMA each y is multiplied by the reciprocal of the sum in double and rounded
-// once: worst error against double over 3e7 unit-normal elements 2.39e-7 ->
-// 1.97e-7 (SSE2) for the float division by s alone.
+// y[r] = y[r] / (s[r] + s_lo[r]) (softmax) in place over n floats.
 template <class V, int R>
 void rows_divide(float *const *rows, std::int64_t n, const float *s, const float *s_lo,
                  const float *const *read_next) {
-  if constexpr (!V::has_fma) {
-    for (int r = 0; r < R; ++r) {
-      float *y = rows[r];
-      const double k = 1.0 / (static_cast<double>(s[r]) + static_cast<double>(s_lo[r]));
-      for (std::int64_t j = 0; j < n; ++j) {
-        prefetch_next_row(read_next[r], j);
-        y[j] = static_cast<float>(y[j] * k);
-      }
-    }
-  } else {
-    using reg = typename V::reg;
-    float *y[R]; // local copies, kept in registers
-    const float *next[R];
+  using reg = typename V::reg;
+  float *y[R]; // local copies, kept in registers
+  const float *next[R];
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      y[r] = rows[r];
-      next[r] = read_next[r];
-    }
-    constexpr int W = V::width;
-    reg vs[R], vlo[R], vinv[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      vs[r] = V::set1(s[r]);
-      vlo[r] = V::set1(s_lo[r]);
-      vinv[r] = V::set1(1.0f / s[r]);
-    }
-    std::int64_t j = 0;
-    for (; j + W <= n; j += W)
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        prefetch_next_row(next[r], j);
-        V::storeu(y[r] + j, divide_by_sum<V>(V::loadu(y[r] + j), vs[r], vlo[r], vinv[r]));
-      }
-    if (j < n)
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r)
-        RowIo<V>::store_tail(
-            y[r] + j, n - j,
-            divide_by_sum<V>(RowIo<V>::load_tail(y[r] + j, n - j, 0.0f), vs[r], vlo[r], vinv[r]));
+  for (int r = 0; r < R; ++r) {
+    y[r] = rows[r];
+    next[r] = read_next[r];
   }
+  constexpr int W = V::width;
+  reg vs[R], vlo[R], vinv[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    vs[r] = V::set1(s[r]);
+    vlo[r] = V::set1(s_lo[r]);
+    vinv[r] = V::set1(1.0f / s[r]);
+  }
+  std::int64_t j = 0;
+  for (; j + W <= n; j += W)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      prefetch_next_row(next[r], j);
+      V::storeu(y[r] + j, divide_by_sum<V>(V::loadu(y[r] + j), vs[r], vlo[r], vinv[r]));
+    }
+  if (j < n)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      RowIo<V>::store_tail(
+          y[r] + j, n - j,
+          divide_by_sum<V>(RowIo<V>::load_tail(y[r] + j, n - j, 0.0f), vs[r], vlo[r], vinv[r]));
 }
 
 // y[r] = x[r] - c[r] over n floats (log-softmax's last pass).
