@@ -477,6 +477,43 @@ TEST_P(Softmax, AxisShiftMovesAlongTheAxis) {
     }
 }
 
+// Short axes out of place first take every exponential as if the column's
+// maximum were in [0, 64], and redo the block where the maxima found on the
+// way refute that (then skip the guess for a few blocks); in place they
+// never guess. Blocks of unit-normal columns (confirmed), a block with one
+// column of each kind that refutes it (-95 below, 70 above, NaN, +inf),
+// the blocks after it (no guess) and later ones (guessing again) must all
+// give the bits of in place and match the reference.
+TEST_P(Softmax, AxisShortGuessConfirmedOrRedone) {
+  for (const std::int64_t axis : {3, 16, 32})
+    for (const int kind : {0, 1, 2, 3}) {
+      SCOPED_TRACE("axis=" + std::to_string(axis) + " kind=" + std::to_string(kind));
+      const std::int64_t inner = 40 * 128 + 7; // 40 blocks of 8 AVX-512 vectors and a tail
+      std::vector<float> x = random_normal(static_cast<std::size_t>(axis * inner), 91);
+      const std::int64_t odd = 3 * 128 + 77, late = 36 * 128 + 5; // block 3, block 36
+      for (const std::int64_t col : {odd, late})
+        for (std::int64_t a = 0; a < axis; ++a) {
+          float &v = x[static_cast<std::size_t>(a * inner + col)];
+          v = kind == 0 ? v - 95.0f : kind == 1 ? v + 70.0f : v;
+          if (a == axis / 2) v = kind == 2 ? kNaN : kind == 3 ? kInf : v;
+        }
+      std::vector<float> y(x.size(), canary()), in_place = x;
+      ASSERT_EQ(ak_softmax_axis(1, axis, inner, x.data(), y.data()), AK_OK);
+      ASSERT_EQ(ak_softmax_axis(1, axis, inner, in_place.data(), in_place.data()), AK_OK);
+      ASSERT_EQ(0, std::memcmp(y.data(), in_place.data(), y.size() * sizeof(float)));
+      const std::vector<double> ref = ref_softmax_axis(1, axis, inner, x.data());
+      for (std::size_t k = 0; k < y.size(); ++k) {
+        if (std::isnan(ref[k])) {
+          ASSERT_TRUE(std::isnan(y[k])) << k;
+          continue;
+        }
+        ASSERT_NEAR(y[k], ref[k], kSoftmaxRel * ref[k] + 1e-38)
+            << "row " << k / static_cast<std::size_t>(inner) << " column "
+            << k % static_cast<std::size_t>(inner);
+      }
+    }
+}
+
 AK_INSTANTIATE_PER_ISA(Softmax);
 
 } // namespace
