@@ -706,17 +706,20 @@ KernelStatus softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_
   const std::int64_t lines = ceil_div(inner, 16);
   std::int64_t pieces = ceil_div(inner, kPieceMax);
   // Threads take whole planes where there are enough to go round evenly.
-  // Otherwise, on a plane of 2^17 elements or more, the team goes through
+  // Otherwise, on a plane of 2^15 elements or more, the team goes through
   // its pieces one by one and shares out each one's bands (see
   // kMinBandRows). 2 threads, Gelem/s, 11 alternating runs of each, worst /
   // median / best, columns split -> bands: 128 x 1024 0.89 / 2.34 / 2.80 ->
   // 2.23 / 2.74 / 3.47, 1024 x 1024 0.91 / 3.05 / 3.38 -> 2.17 / 3.20 /
-  // 3.99 (1 thread: 1.9-2.1). Smaller planes, and those with fewer bands
-  // than threads, split columns: two pieces per thread where the lines
-  // allow (each piece's rows then stay in L2).
+  // 3.99 (1 thread: 1.9-2.1); on smaller planes (the limit was 2^17 before),
+  // medians of 5-7: 300 x 300 1.61 -> 3.00, 256 x 256 2.09 -> 3.22, 128 x
+  // 512 2.08 -> 3.56, 1000 x 100 1.43 -> 2.88 (1 thread: 2.27, 2.70, 2.89,
+  // 1.69: split by columns, narrow pieces ran slower on two threads than on
+  // one). Planes with fewer bands than threads split columns: two pieces
+  // per thread where the lines allow (each piece's rows then stay in L2).
   const bool planes_even = outer >= threads && (outer % threads == 0 || outer >= 4 * threads);
   const std::int64_t piece_width = inner < kPieceMax ? inner : kPieceMax;
-  const bool by_band = threads > 1 && !planes_even && axis_len * piece_width >= (1 << 17) &&
+  const bool by_band = threads > 1 && !planes_even && axis_len * piece_width >= (1 << 15) &&
                        (bands.count >= threads || bands.count > outer * pieces);
   if (threads > 1 && !by_band && !planes_even) {
     const std::int64_t want = (2 * threads + outer - 1) / outer;
