@@ -50,9 +50,14 @@ struct ScalarVec {
   }
   // 2^n for an integral n in [-126, 127]; NaN for a NaN n (vexp lets NaN
   // flow through here; converting it to an integer would be undefined).
+  // Outside that range a defined but meaningless result, as the vector
+  // versions give: n is clamped first, since its conversion or the shift
+  // would overflow an int (softmax_axis's guessing pass meets such n before
+  // it throws the results away).
   static reg pow2i(reg n) {
     if (n != n) return n;
-    const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) * (1 << 23);
+    const float clamped = n < -127.0f ? -127.0f : n > 128.0f ? 128.0f : n;
+    const std::int32_t bits = (static_cast<std::int32_t>(clamped) + 127) * (1 << 23);
     float out;
     std::memcpy(&out, &bits, sizeof out);
     return out;

@@ -573,21 +573,17 @@ bool softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
         sum[v] = t;
       }
   };
-  // The guess meets values above 64 (+inf too) before the maxima refute
-  // it: capped there, they stay in vexp_unshifted's domain (the scalar
-  // pow2i would overflow an int), and a block it holds for never has one.
-  // min(cap, x) keeps a NaN x.
-  const reg unshifted_floor = V::set1(-kShiftedExpFloor), cap = V::set1(kUnshiftedExpMax);
-  const auto unshifted = [&](int, reg xv) {
-    return vexp_unshifted<V>(V::min(cap, xv), unshifted_floor);
-  };
+  const reg unshifted_floor = V::set1(-kShiftedExpFloor);
+  const auto unshifted = [&](int, reg xv) { return vexp_unshifted<V>(xv, unshifted_floor); };
 
   for (int v = 0; v < NB; ++v) shift[v] = V::set1(ninf);
   // Optimistic: the exponentials as if every column's maximum were in
   // [0, 64] (where they take vexp_unshifted below), which the maxima found
-  // on the way then confirm or refute; this saves the pass of loads and
-  // compares over x (1 thread, medians of 5, 16 x 32768: 2.42 -> 2.50
-  // Gelem/s). Out of place only, as x is needed again where they refute it.
+  // on the way then confirm or refute (vexp_unshifted meets any value
+  // here, those above its domain too: results that are thrown away); this
+  // saves the pass of loads and compares over x (1 thread, medians of 5,
+  // 16 x 32768: 2.42 -> 2.50 Gelem/s). Out of place only, as x is needed
+  // again where they refute it.
   if (optimistic)
     exp_pass(unshifted, true);
   else
