@@ -514,42 +514,49 @@ TEST_P(Softmax, AxisShortGuessConfirmedOrRedone) {
     }
 }
 
-// Softmax rows out of place on FMA instruction sets first take exp(x) as
-// if each row's maximum were in [0, 64], redoing the rows where the maxima
-// (or a NaN sum) refute it and then not guessing for a few items; in place
-// and log-softmax never guess. Short rows (grouped) and long ones; rows
-// that refute it, the rows after them and later ones must all give the
-// bits of in place and match the reference.
+// Softmax rows out of place on FMA instruction sets, and log-softmax rows
+// on any, first take exp(x) as if each row's maximum were in [0, 64] ([1,
+// 64] for log-softmax), redoing the rows where the maxima (or a NaN sum)
+// refute it and then not guessing for a few items; softmax in place never
+// guesses. Short rows (grouped) and long ones; rows that refute it, the
+// rows after them and later ones must all give the bits of in place and
+// match the reference.
 TEST_P(Softmax, RowsGuessConfirmedOrRedone) {
-  for (const std::int64_t cols : {40, 1000})
-    for (const int kind : {0, 1, 2, 3, 4}) {
-      SCOPED_TRACE("cols=" + std::to_string(cols) + " kind=" + std::to_string(kind));
-      const std::int64_t rows = 200;
-      std::vector<float> x = random_normal(static_cast<std::size_t>(rows * cols), 93);
-      for (const std::int64_t r : {13, 150}) // refuting rows
-        for (std::int64_t j = 0; j < cols; ++j) {
-          float &v = x[static_cast<std::size_t>(r * cols + j)];
-          v = kind == 0 ? v - 95.0f : kind == 1 ? v + 70.0f : kind == 4 ? -kInf : v;
-          if (j == cols / 3) v = kind == 2 ? kNaN : kind == 3 ? kInf : v;
-        }
-      std::vector<float> y(x.size(), canary()), in_place = x;
-      ASSERT_EQ(ak_softmax(rows, cols, x.data(), cols, y.data(), cols), AK_OK);
-      ASSERT_EQ(ak_softmax(rows, cols, in_place.data(), cols, in_place.data(), cols), AK_OK);
-      ASSERT_EQ(0, std::memcmp(y.data(), in_place.data(), y.size() * sizeof(float)));
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const std::vector<double> ref =
-            ref_softmax_row(&x[static_cast<std::size_t>(r * cols)], cols, false);
-        for (std::int64_t j = 0; j < cols; ++j) {
-          const float got = y[static_cast<std::size_t>(r * cols + j)];
-          const double want = ref[static_cast<std::size_t>(j)];
-          if (std::isnan(want)) {
-            ASSERT_TRUE(std::isnan(got)) << "row " << r << " column " << j;
-          } else {
-            ASSERT_NEAR(got, want, kSoftmaxRel * want + 1e-38) << "row " << r << " column " << j;
+  for (const bool log : {false, true})
+    for (const std::int64_t cols : {40, 1000})
+      for (const int kind : {0, 1, 2, 3, 4, 5}) {
+        SCOPED_TRACE(std::string(log ? "log " : "") + "cols=" + std::to_string(cols) +
+                     " kind=" + std::to_string(kind));
+        const std::int64_t rows = 200;
+        std::vector<float> x = random_normal(static_cast<std::size_t>(rows * cols), 93);
+        if (log) // maxima of unit-normal rows are above 1: the guess holds
+          for (float &v : x) v += 0.5f;
+        for (const std::int64_t r : {13, 150}) // refuting rows
+          for (std::int64_t j = 0; j < cols; ++j) {
+            float &v = x[static_cast<std::size_t>(r * cols + j)];
+            v = kind == 0 ? v - 95.0f : kind == 1 ? v + 70.0f : kind == 4 ? -kInf : v;
+            v = kind == 5 ? 0.15f * v + 0.2f : v; // maximum in (0, 1): refutes log's guess
+            if (j == cols / 3) v = kind == 2 ? kNaN : kind == 3 ? kInf : v;
           }
-        }
+        // Row 20 comes after a refuted row (13), within the items that do
+        // not guess, on one or two threads: the same entries as row 5
+        // (guessed) must give the same bits.
+        std::copy(x.begin() + 5 * cols, x.begin() + 6 * cols, x.begin() + 20 * cols);
+        const auto run = [&](const float *in, float *out) {
+          return log ? ak_log_softmax(rows, cols, in, cols, out, cols)
+                     : ak_softmax(rows, cols, in, cols, out, cols);
+        };
+        std::vector<float> y(x.size(), canary()), in_place = x;
+        ASSERT_EQ(run(x.data(), y.data()), AK_OK);
+        ASSERT_EQ(run(in_place.data(), in_place.data()), AK_OK);
+        ASSERT_EQ(0, std::memcmp(y.data(), in_place.data(), y.size() * sizeof(float)));
+        ASSERT_EQ(0, std::memcmp(&y[static_cast<std::size_t>(5 * cols)],
+                                 &y[static_cast<std::size_t>(20 * cols)],
+                                 static_cast<std::size_t>(cols) * sizeof(float)));
+        for (std::int64_t r = 0; r < rows; ++r)
+          expect_row(&y[static_cast<std::size_t>(r * cols)], &x[static_cast<std::size_t>(r * cols)],
+                     cols, log, kSoftmaxRel, "row " + std::to_string(r));
       }
-    }
 }
 
 AK_INSTANTIATE_PER_ISA(Softmax);

@@ -363,33 +363,43 @@ void rows_subtract(const float *const *in, float *const *rows, std::int64_t n, c
 }
 
 // R rows; next[r]: the row to prefetch for row r, or null. With `guess`
-// (softmax out of place, FMA instruction sets), the exp pass first takes
-// exp(x) itself as if every row's maximum were in [0, 64] (unshifted_row)
-// and finds the maxima on the way: where they bear it out, that was the
-// row's whole exp pass, with no maximum pass before it; else the rows go
-// the usual way (y is rewritten, x is intact). Returns whether the guess
+// (softmax out of place on FMA instruction sets; log-softmax), the exp pass
+// first takes exp(x) itself as if every row's maximum were in [0, 64]
+// (log-softmax: [1, 64]; unshifted_row) and finds the maxima on the way:
+// where they bear it out, that was the row's whole exp pass, with no
+// maximum pass before it; else the rows go the usual way (y is rewritten,
+// x is intact; log-softmax writes y only at the end). Returns whether the guess
 // held; the bits are the same either way. Unit-normal rows, medians of 5,
 // Gelem/s: 1024 x 1024 2.92 -> 3.15 (1 thread), 4.91 -> 5.57 (2); 16 x
 // 32768 3.09 -> 3.38, 5.28 -> 5.94; 128 x 128 and 4096 x 4096 (bound by
-// memory) unchanged.
+// memory) unchanged; log-softmax, 1 thread: 1024 x 1024 2.92 -> 3.23, 16 x
+// 32768 2.96 -> 3.38, 128 x 128 2.26 -> 2.39.
 template <class V, int R>
 bool softmax_rows_at(const float *const *x, float *const *y, std::int64_t n, bool log,
                      const float *const *next, bool guess = false) {
   const float ninf = -std::numeric_limits<float>::infinity();
   float m[R], s[R], s_lo[R], c[R], shift[R];
-  if constexpr (V::has_fma) {
-    if (guess) {
-      const typename V::reg floor = V::set1(-kShiftedExpFloor);
-      rows_exp_sum_with<V, R, true>(
-          x, n, y, nullptr, next,
-          [&](int, typename V::reg v) { return vexp_unshifted<V>(v, floor); }, s, s_lo, m);
-      bool holds = true;
+  // (FMA or not, log-softmax takes exp(x) for maxima in [1, 64]; softmax's
+  // weights only with FMA: see RowExp)
+  if (guess && (log || V::has_fma)) {
+    const typename V::reg floor = V::set1(-kShiftedExpFloor);
+    rows_exp_sum_with<V, R, true>(
+        x, n, log ? nullptr : y, log ? y : nullptr, next,
+        [&](int, typename V::reg v) { return vexp_unshifted<V>(v, floor); }, s, s_lo, m);
+    bool holds = true;
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) holds = holds && unshifted_row(m[r], n) && s[r] == s[r];
-      if (holds) {
+    for (int r = 0; r < R; ++r)
+      holds = holds && unshifted_row(m[r], n, log ? 1.0f : 0.0f) && s[r] == s[r];
+    if (holds) {
+      if (log) {
+        for (int r = 0; r < R; ++r) // the offset below with shift 0
+          c[r] = static_cast<float>(
+              std::log(static_cast<double>(s[r]) + static_cast<double>(s_lo[r])));
+        rows_subtract<V, R>(x, y, n, c, next);
+      } else {
         rows_divide<V, R>(y, n, s, s_lo, next);
-        return true;
       }
+      return true;
     }
   }
   rows_max<V, R>(x, n, m);
@@ -443,10 +453,11 @@ void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int
   threads = threads_for_work(threads, static_cast<double>(rows) * cols, 1 << 12);
   if (threads > items) threads = static_cast<int>(items);
   parallel_for_static(threads, threads, [&](std::int64_t t) {
-    // Softmax out of place guesses (softmax_rows_at) unless one of the last
-    // few items refuted the guess: a refuted guess costs an exp pass, a
-    // held one saves a maximum pass. Speed only: the bits are the same.
-    int no_guess = !V::has_fma || log || x == y ? -1 : 0; // items left without; -1: never
+    // Log-softmax, and softmax out of place, guess (softmax_rows_at) unless
+    // one of the last few items refuted the guess: a refuted guess costs an
+    // exp pass, a held one saves a maximum pass. Speed only: the bits are
+    // the same.
+    int no_guess = log ? 0 : !V::has_fma || x == y ? -1 : 0; // items left without; -1: never
     for (std::int64_t it = items * t / threads; it < items * (t + 1) / threads; ++it) {
       const std::int64_t r0 = it < groups ? it * per_item : groups * per_item + (it - groups);
       const auto row_at = [&](std::int64_t r) { return r < rows ? x + r * ldx : nullptr; };
