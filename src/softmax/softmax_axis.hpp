@@ -638,10 +638,6 @@ bool softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
   return confirmed;
 }
 
-// Blocks that skip the guess after one that refuted it: at most one wasted
-// exponential pass in 17 blocks where no column's maximum is in [0, 64].
-constexpr int kPessimisticBlocks = 16;
-
 // Short axes: blocks of 8 vectors, then single vectors, then
 // the last partial vector, each (outer, block) one work item.
 
@@ -656,15 +652,11 @@ void softmax_axis_short(std::int64_t outer, std::int64_t axis_len, std::int64_t 
   const std::int64_t items = outer * blocks;
   if (threads > items) threads = static_cast<int>(items);
   parallel_for_static(threads, threads, [&](std::int64_t t) {
-    // Out of place, a block tries the optimistic pass unless one of the
-    // last few refuted it (columns whose maxima lie elsewhere, where the
-    // wasted pass would cost more than the maximum pass it saves). Speed
-    // only: either way a block's bits are the same.
-    int pessimistic = x == y ? -1 : 0; // blocks left to skip; -1: never
+    GuessGate gate(x != y); // out of place only: x is needed where it fails
     for (std::int64_t ob = items * t / threads; ob < items * (t + 1) / threads; ++ob) {
       const std::int64_t o = ob / blocks, b = ob % blocks;
       const std::int64_t plane = o * axis_len * inner;
-      const bool optimistic = pessimistic == 0;
+      const bool optimistic = gate.open();
       bool confirmed;
       if (b < wide) {
         const std::int64_t off = plane + b * NB * W;
@@ -678,10 +670,7 @@ void softmax_axis_short(std::int64_t outer, std::int64_t axis_len, std::int64_t 
         confirmed = softmax_axis_block<V, 1, true>(x + plane + whole, y + plane + whole, axis_len,
                                                    inner, inner - whole, optimistic);
       }
-      if (pessimistic > 0)
-        --pessimistic;
-      else if (pessimistic == 0 && !confirmed)
-        pessimistic = kPessimisticBlocks;
+      gate.after(confirmed);
     }
   });
 }

@@ -436,9 +436,27 @@ bool softmax_rows_at(const float *const *x, float *const *y, std::int64_t n, boo
   return false;
 }
 
-// Items that do not guess after one whose guess failed: at most one wasted
-// exp pass in 17 items where no row's maximum is in [0, 64].
-constexpr int kRowsWithoutGuess = 16;
+// One thread's choice, item after item, of whether to guess that a
+// maximum is in the unshifted range (softmax_rows_at, softmax_axis_block):
+// after a refuted guess, none for the next 16 items, so that data whose
+// maxima lie elsewhere wastes at most one exp pass in 17 items. Speed only:
+// a guess never changes a result.
+class GuessGate {
+public:
+  explicit GuessGate(bool allowed) : left_(allowed ? 0 : -1) {}
+  bool open() const { return left_ == 0; }
+  // After an item: `held`, whether its guess (if it made one) held.
+  void after(bool held) {
+    if (left_ > 0)
+      --left_;
+    else if (left_ == 0 && !held)
+      left_ = kSkip;
+  }
+
+private:
+  static constexpr int kSkip = 16;
+  int left_; // items left without a guess; -1: never
+};
 
 template <class V>
 void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int64_t ldx, float *y,
@@ -453,11 +471,8 @@ void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int
   threads = threads_for_work(threads, static_cast<double>(rows) * cols, 1 << 12);
   if (threads > items) threads = static_cast<int>(items);
   parallel_for_static(threads, threads, [&](std::int64_t t) {
-    // Log-softmax, and softmax out of place, guess (softmax_rows_at) unless
-    // one of the last few items refuted the guess: a refuted guess costs an
-    // exp pass, a held one saves a maximum pass. Speed only: the bits are
-    // the same.
-    int no_guess = log ? 0 : !V::has_fma || x == y ? -1 : 0; // items left without; -1: never
+    // log-softmax, and softmax out of place with FMA, guess
+    GuessGate gate(log || (V::has_fma && x != y));
     for (std::int64_t it = items * t / threads; it < items * (t + 1) / threads; ++it) {
       const std::int64_t r0 = it < groups ? it * per_item : groups * per_item + (it - groups);
       const auto row_at = [&](std::int64_t r) { return r < rows ? x + r * ldx : nullptr; };
@@ -470,16 +485,13 @@ void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int
           ys[q] = y + (r0 + q) * ldy;
           next[q] = row_at(r0 + q + R);
         }
-        held = softmax_rows_at<V, R>(xs, ys, cols, log, next, no_guess == 0);
+        held = softmax_rows_at<V, R>(xs, ys, cols, log, next, gate.open());
       } else {
         const float *xs[1] = {x + r0 * ldx}, *next[1] = {row_at(r0 + 1)};
         float *ys[1] = {y + r0 * ldy};
-        held = softmax_rows_at<V, 1>(xs, ys, cols, log, next, no_guess == 0);
+        held = softmax_rows_at<V, 1>(xs, ys, cols, log, next, gate.open());
       }
-      if (no_guess > 0)
-        --no_guess;
-      else if (no_guess == 0 && !held)
-        no_guess = kRowsWithoutGuess;
+      gate.after(held);
     }
   });
 }
