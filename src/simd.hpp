@@ -22,6 +22,14 @@
 #endif
 #endif
 
+// For helpers that take a kernel's register arrays by reference: only once
+// inlined do those arrays live in registers rather than on the stack.
+#if defined(__GNUC__) || defined(__clang__)
+#define AK_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define AK_ALWAYS_INLINE inline
+#endif
+
 namespace ak {
 namespace AK_ISA_NS {
 
