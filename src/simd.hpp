@@ -72,6 +72,7 @@ struct ScalarVec {
   }
   static float reduce_add(reg v) { return v; }
   static double reduce_add_double(reg v) { return v; }
+  static double reduce_add_double_pair(reg a, reg b) { return double(a) + double(b); }
   static reg reduce_add_each(const reg *v) { return v[0]; }
   static float reduce_max(reg v) { return v; }
 };
@@ -183,6 +184,24 @@ template <class Arch> struct XsimdVec {
     double s = 0.0;
     for (int i = 0; i < width; ++i) s += t[i];
     return s;
+  }
+  // The sum of both vectors' lanes in double: each lane pair added in
+  // double first (exact for a float and its compensation), then the lanes
+  // in a fixed order (deterministic).
+  static double reduce_add_double_pair(reg a, reg b) {
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+    if constexpr (width == 16) {
+      const __m512d lo = _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
+                                       _mm512_cvtps_pd(_mm512_castps512_ps256(b)));
+      const __m512d hi = _mm512_add_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1)),
+                                       _mm512_cvtps_pd(_mm512_extractf32x8_ps(b, 1)));
+      const __m512d s = _mm512_add_pd(lo, hi);
+      const __m256d q = _mm256_add_pd(_mm512_castpd512_pd256(s), _mm512_extractf64x4_pd(s, 1));
+      const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(q), _mm256_extractf128_pd(q, 1));
+      return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+    }
+#endif
+    return reduce_add_double(a) + reduce_add_double(b);
   }
   // The largest lane, by a branch-free tree. A NaN lane may or may not come
   // out (like max itself): callers that must see NaN test for it apart.
