@@ -106,12 +106,13 @@ template <class V, int R> void rows_max(const float *const *rows, std::int64_t n
 // and its remainder). read_next[r]: a row to prefetch, or null; write_next:
 // rows to prefetch for writing (prefetch_for_write), or null. exp_of(r, v):
 // row r's exponential.
-// With TrackMax, also each row's maximum into max_out[r] (a NaN entry may
+// With TrackMax, also whether each row's maximum is in [lowest, 64] into
+// in_range[r], given `below`, the float just below lowest (a NaN entry may
 // be passed over, as in rows_max).
 template <class V, int R, bool TrackMax = false, class Exp>
 void rows_exp_sum_with(const float *const *rows, std::int64_t n, float *const *out,
                        float *const *write_next, const float *const *read_next, const Exp &exp_of,
-                       float *sum, float *sum_lo, float *max_out = nullptr) {
+                       float *sum, float *sum_lo, bool *in_range = nullptr, float below = 0.0f) {
   using reg = typename V::reg;
   const float *x[R], *next[R]; // local copies, kept in registers
   float *e[R], *w[R];
@@ -216,7 +217,12 @@ void rows_exp_sum_with(const float *const *rows, std::int64_t n, float *const *o
     const double s = V::reduce_add_double_pair(total[r], comp[r]);
     sum[r] = static_cast<float>(s);
     sum_lo[r] = static_cast<float>(s - static_cast<double>(sum[r]));
-    if (TrackMax) max_out[r] = V::reduce_max(V::max(top0[r], top1[r]));
+    // Two lane tests instead of the maximum itself (a horizontal tree):
+    // some lane above `below`, none above 64.
+    if (TrackMax) {
+      const reg top = V::max(top0[r], top1[r]);
+      in_range[r] = V::any_lt(V::set1(below), top) && !V::any_lt(V::set1(kUnshiftedExpMax), top);
+    }
   }
 }
 
@@ -400,13 +406,18 @@ bool softmax_rows_at(const float *const *x, float *const *y, std::int64_t n, boo
   // weights only with FMA: see RowExp)
   if (guess && (log || V::has_fma)) {
     const typename V::reg floor = V::set1(-kShiftedExpFloor);
+    // the floats just below log-softmax's 1 and softmax's 0 (constants: a
+    // call to nextafter per row made the 128-wide rows 20 % slower)
+    const float below = log ? 1.0f - 0x1p-24f : -std::numeric_limits<float>::denorm_min();
+    bool in_range[R];
     rows_exp_sum_with<V, R, true>(
         x, n, log ? nullptr : y, log ? y : nullptr, next,
-        [&](int, typename V::reg v) { return vexp_unshifted<V>(v, floor); }, s, s_lo, m);
-    bool holds = true;
+        [&](int, typename V::reg v) { return vexp_unshifted<V>(v, floor); }, s, s_lo, in_range,
+        below);
+    // unshifted_row's test, the maximum's range found by lanes
+    bool holds = n < (std::int64_t{1} << 35);
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-      holds = holds && unshifted_row(m[r], n, log ? 1.0f : 0.0f) && s[r] == s[r];
+    for (int r = 0; r < R; ++r) holds = holds && in_range[r] && s[r] == s[r];
     if (holds) {
       if (log) {
         for (int r = 0; r < R; ++r) // the offset below with shift 0
