@@ -521,6 +521,36 @@ TEST_P(Softmax, AxisShortGuessConfirmedOrRedone) {
 // guesses. Short rows (grouped) and long ones; rows that refute it, the
 // rows after them and later ones must all give the bits of in place and
 // match the reference.
+// The guess's range test at its edges: rows whose maximum is exactly 0 or
+// 64 (softmax) or 1 or 64 (log-softmax) are guessed, the floats just
+// outside are not. Row 0 may be guessed (the first item of its thread);
+// row 2, after a refuting row 1, is not: equal entries must give equal bits.
+TEST_P(Softmax, RowsGuessAtTheEdgesOfItsRange) {
+  const std::int64_t rows = 40, cols = 1000;
+  for (const bool log : {false, true}) {
+    const float lowest = log ? 1.0f : 0.0f;
+    for (const float top :
+         {lowest, std::nextafter(lowest, -1.0f), 64.0f, std::nextafter(64.0f, 100.0f), 32.0f}) {
+      SCOPED_TRACE(std::string(log ? "log " : "") + "max " + std::to_string(top));
+      std::vector<float> x = random_normal(static_cast<std::size_t>(rows * cols), 71);
+      for (std::int64_t j = 0; j < cols; ++j) {
+        float &v = x[static_cast<std::size_t>(j)];
+        v = top - 0.05f - std::fabs(v);                 // below the maximum, set once below
+        x[static_cast<std::size_t>(cols + j)] -= 95.0f; // row 1 refutes
+      }
+      x[static_cast<std::size_t>(cols / 2)] = top;
+      std::copy(x.begin(), x.begin() + cols, x.begin() + 2 * cols);
+      std::vector<float> y(x.size(), canary());
+      ASSERT_EQ(log ? ak_log_softmax(rows, cols, x.data(), cols, y.data(), cols)
+                    : ak_softmax(rows, cols, x.data(), cols, y.data(), cols),
+                AK_OK);
+      ASSERT_EQ(0, std::memcmp(&y[0], &y[static_cast<std::size_t>(2 * cols)],
+                               static_cast<std::size_t>(cols) * sizeof(float)));
+      expect_row(y.data(), x.data(), cols, log, kSoftmaxRel, "row 0");
+    }
+  }
+}
+
 TEST_P(Softmax, RowsGuessConfirmedOrRedone) {
   for (const bool log : {false, true})
     for (const std::int64_t cols : {40, 1000})
