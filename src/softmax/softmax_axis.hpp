@@ -553,8 +553,8 @@ AK_ALWAYS_INLINE void axis_block_store(float *p, std::int64_t n, typename V::reg
 // FindMax. Its state arrays stay in registers only where this is inlined
 // and every loop over them unrolled: kept in a lambda and unrolled by 4,
 // they lived on the stack, a load and a store each per element (1 thread,
-// 7 alternating runs, medians, Gelem/s: 16 x 32768 2.48 -> 2.76, 32 x 8192
-// 2.42 -> 2.75, 16 x 4096 2.50 -> 2.87; 2 threads 16 x 32768 4.35 -> 4.90).
+// 7 alternating runs, medians, Gelem/s: 16 x 32768 2.51 -> 2.77, 32 x 8192
+// 2.53 -> 2.86, 4 x 65536 1.50 -> 1.86; 2 threads 16 x 32768 4.80 -> 5.47).
 template <class V, int NB, bool Tail, bool FindMax, class Exp>
 AK_ALWAYS_INLINE void axis_block_exp_pass(const float *x, float *y, std::int64_t axis_len,
                                           std::int64_t inner, std::int64_t n,
