@@ -130,6 +130,23 @@ struct AxisStateLayout {
   }
 };
 
+// A vector of columns of one row at p: whole (Tail false), or the first
+// n < W columns, padded with -inf on loads (both schemes).
+template <class V, bool Tail>
+AK_ALWAYS_INLINE typename V::reg axis_load(const float *p, std::int64_t n) {
+  if constexpr (Tail)
+    return RowIo<V>::load_tail(p, n, -std::numeric_limits<float>::infinity());
+  else
+    return V::loadu(p);
+}
+template <class V, bool Tail>
+AK_ALWAYS_INLINE void axis_store(float *p, std::int64_t n, typename V::reg v) {
+  if constexpr (Tail)
+    RowIo<V>::store_tail(p, n, v);
+  else
+    V::storeu(p, v);
+}
+
 // One band: rows [r0, r1) of columns [0, width) of an [axis_len, inner]
 // plane. Every step is per lane, bar the choice of exp per vector (see
 // exp_for), so a column's result depends on its own elements alone,
@@ -160,18 +177,12 @@ template <class V> struct AxisBand {
   AxisMerged mg;
 
   // Vector j of a row: whole (Tail false), or the piece's last, n < W lanes
-  // wide, padded with -inf on loads.
+  // wide.
   template <bool Tail> static reg load(const float *p, std::int64_t j, std::int64_t n) {
-    if constexpr (Tail)
-      return RowIo<V>::load_tail(p + j, n, -std::numeric_limits<float>::infinity());
-    else
-      return V::loadu(p + j);
+    return axis_load<V, Tail>(p + j, n);
   }
   template <bool Tail> static void store(float *p, std::int64_t j, std::int64_t n, reg v) {
-    if constexpr (Tail)
-      RowIo<V>::store_tail(p + j, n, v);
-    else
-      V::storeu(p + j, v);
+    axis_store<V, Tail>(p + j, n, v);
   }
   // body(tail, j, n) over the piece's whole vectors, then its tail.
   template <class Body> void each_vector(const Body &body) const {
@@ -531,23 +542,6 @@ void softmax_axis_piece(const float *x, float *y, std::int64_t axis_len, std::in
 // between the passes and no per-column state goes through memory, which
 // the pieces above load and store at every step (see kShortAxisMax).
 
-// A short-axis block's vector v of columns in row a: whole (Tail false), or
-// the first n < W columns, padded with -inf on loads.
-template <class V, bool Tail>
-AK_ALWAYS_INLINE typename V::reg axis_block_load(const float *p, std::int64_t n) {
-  if constexpr (Tail)
-    return RowIo<V>::load_tail(p, n, -std::numeric_limits<float>::infinity());
-  else
-    return V::loadu(p);
-}
-template <class V, bool Tail>
-AK_ALWAYS_INLINE void axis_block_store(float *p, std::int64_t n, typename V::reg v) {
-  if constexpr (Tail)
-    RowIo<V>::store_tail(p, n, v);
-  else
-    V::storeu(p, v);
-}
-
 // A block's exponential pass: exponentials into y and their compensated
 // (Kahan) sums, from x and the column's index; the maxima come along with
 // FindMax. Its state arrays stay in registers only where this is inlined
@@ -567,10 +561,10 @@ AK_ALWAYS_INLINE void axis_block_exp_pass(const float *x, float *y, std::int64_t
   for (std::int64_t a = 0; a < axis_len; ++a)
 #pragma GCC unroll 16
     for (int v = 0; v < NB; ++v) {
-      const reg xv = axis_block_load<V, Tail>(x + a * inner + v * W, n);
+      const reg xv = axis_load<V, Tail>(x + a * inner + v * W, n);
       if constexpr (FindMax) shift[v] = V::max(shift[v], xv);
       const reg e = exp_of(v, xv);
-      axis_block_store<V, Tail>(y + a * inner + v * W, n, e);
+      axis_store<V, Tail>(y + a * inner + v * W, n, e);
       const reg term = V::sub(e, comp[v]), t = V::add(sum[v], term);
       comp[v] = V::sub(V::sub(t, sum[v]), term);
       sum[v] = t;
@@ -611,7 +605,7 @@ bool softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
     for (std::int64_t a = 0; a < axis_len; ++a)
 #pragma GCC unroll 16
       for (int v = 0; v < NB; ++v)
-        shift[v] = V::max(shift[v], axis_block_load<V, Tail>(x + a * inner + v * W, n));
+        shift[v] = V::max(shift[v], axis_load<V, Tail>(x + a * inner + v * W, n));
   // An all -inf column shifts by 0 (exp then gives 0, not NaN), and so does
   // a column whose maximum is in [0, 64] (unshifted_row's reasons);
   // vexp_unshifted if every lane of the block shifts by 0, vexp_shifted if
@@ -661,8 +655,7 @@ bool softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
 #pragma GCC unroll 16
     for (int v = 0; v < NB; ++v) {
       float *p = y + a * inner + v * W;
-      axis_block_store<V, Tail>(
-          p, n, divide_by_sum<V>(axis_block_load<V, Tail>(p, n), sum[v], lo[v], inv[v]));
+      axis_store<V, Tail>(p, n, divide_by_sum<V>(axis_load<V, Tail>(p, n), sum[v], lo[v], inv[v]));
     }
   return confirmed;
 }
