@@ -12,7 +12,10 @@ if ! command -v cargo >/dev/null 2>&1 && [[ ! -x "${CARGO_HOME:-$HOME/.cargo}/bi
   want+=(cargo)
 fi
 if [[ "${1:-}" == "--bench" ]]; then
-  want+=(libbenchmark-dev libopenblas-dev libdnnl-dev gnuplot-nox)
+  # ocl-icd-opencl-dev: Debian's oneDNN is built with its OpenCL GPU runtime, so its CMake
+  # package config calls find_package(OpenCL REQUIRED); apt only recommends the package, and
+  # without it configuring the benchmark fails on a fresh machine.
+  want+=(libbenchmark-dev libopenblas-dev libdnnl-dev ocl-icd-opencl-dev gnuplot-nox)
 fi
 
 missing=()
