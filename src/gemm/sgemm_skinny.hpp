@@ -147,7 +147,11 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
 // of A and J rows of B (rows at a + i * lda and b + j * ldb, contiguous
 // along k), vectorized along k and reduced once per block. b_next, when
 // given, is prefetched at the same offsets (the rows that come next).
-template <class V, int M, int J>
+// RowByRow: the J rows one after the other, each in address order, with no
+// requests ahead (for short rows that the hardware prefetcher is left to
+// stream: a step across the J rows reads J lines a row apart, a pattern it
+// does not follow); every sum sees the same terms in the same order.
+template <class V, int M, int J, bool RowByRow = false>
 inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std::int64_t lda,
                           const float *b, std::int64_t ldb, float *sum, std::int64_t lds,
                           const float *b_next = nullptr) {
@@ -160,25 +164,35 @@ inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
 #pragma GCC unroll 8
     for (int j = 0; j < J; ++j) acc[i][j] = V::zero();
   const std::int64_t p_vec = p0 + (p1 - p0) / W * W;
-  for (std::int64_t p = p0; p < p_vec; p += W) {
-    reg bv[J];
+  if constexpr (RowByRow) {
 #pragma GCC unroll 8
-    for (int j = 0; j < J; ++j) bv[j] = V::loadu(b + j * ldb + p);
-    if (b_next && (p & 15) == 0) // a line of each next row per line consumed (prefetcht2)
+    for (int j = 0; j < J; ++j)
+      for (std::int64_t p = p0; p < p_vec; p += W) {
+        const reg bv = V::loadu(b + j * ldb + p);
 #pragma GCC unroll 8
-      for (int j = 0; j < J; ++j) __builtin_prefetch(b_next + j * ldb + p, 0, 1);
-    // m >= 4 also asks for its own rows kAhead floats on: with the
-    // arithmetic of four or more A rows per B vector between requests,
-    // the next rows' prefetches alone leave the stream short
-    // (NT 4 x 4096 x 4096: 15 -> 20 GB/s, 8 x 4096 x 4096: 8.5 -> 14).
-    if (M >= 4 && (p & 15) == 0 && p + kAhead < p1)
+        for (int i = 0; i < M; ++i) acc[i][j] = V::fmadd(V::loadu(a + i * lda + p), bv, acc[i][j]);
+      }
+  } else {
+    for (std::int64_t p = p0; p < p_vec; p += W) {
+      reg bv[J];
 #pragma GCC unroll 8
-      for (int j = 0; j < J; ++j) __builtin_prefetch(b + j * ldb + p + kAhead, 0, 1);
+      for (int j = 0; j < J; ++j) bv[j] = V::loadu(b + j * ldb + p);
+      if (b_next && (p & 15) == 0) // a line of each next row per line consumed (prefetcht2)
 #pragma GCC unroll 8
-    for (int i = 0; i < M; ++i) {
-      const reg av = V::loadu(a + i * lda + p);
+        for (int j = 0; j < J; ++j) __builtin_prefetch(b_next + j * ldb + p, 0, 1);
+      // m >= 4 also asks for its own rows kAhead floats on: with the
+      // arithmetic of four or more A rows per B vector between requests,
+      // the next rows' prefetches alone leave the stream short
+      // (NT 4 x 4096 x 4096: 15 -> 20 GB/s, 8 x 4096 x 4096: 8.5 -> 14).
+      if (M >= 4 && (p & 15) == 0 && p + kAhead < p1)
 #pragma GCC unroll 8
-      for (int j = 0; j < J; ++j) acc[i][j] = V::fmadd(av, bv[j], acc[i][j]);
+        for (int j = 0; j < J; ++j) __builtin_prefetch(b + j * ldb + p + kAhead, 0, 1);
+#pragma GCC unroll 8
+      for (int i = 0; i < M; ++i) {
+        const reg av = V::loadu(a + i * lda + p);
+#pragma GCC unroll 8
+        for (int j = 0; j < J; ++j) acc[i][j] = V::fmadd(av, bv[j], acc[i][j]);
+      }
     }
   }
   if (p_vec < p1) { // the last few terms, zero-padded to one more vector
