@@ -404,31 +404,43 @@ private:
     constexpr int NV0 = skinny_acc_budget<V>() / M;
     return NV0 < 1 ? 1 : NV0 > 8 ? 8 : NV0;
   }
+  static constexpr std::int64_t kPvKeys = 16; // keys per run of the P V pass
+
   // Whether an M-row item reads K and V strictly in address order and
-  // leaves them to the hardware prefetcher: where the P V pass takes each V
-  // row in one strip (1 or 2 rows at d 128 on AVX-512: MHA decode), and the
-  // K pass then takes its rows one by one. There, the requests ahead (below)
-  // only cost bandwidth (the likely cause: each holds one of the core's few
-  // L1 miss buffers); they pay where a pass steps across rows, a pattern the
-  // hardware prefetcher does not follow. 32 heads, d 128, kv 8192, huge
-  // pages, medians of 4 alternating runs, decode GB/s against a streaming
-  // read in the same process, 1 thread: in order 26.3 / 29.9 (0.89),
-  // requests ahead 23.3 / 28.4 (0.82); 2 threads 0.92 / 0.94; 4 KiB pages,
-  // 1 thread: 0.82-0.83 / 0.78-0.80. Items of 4 rows (GQA groups of 4) take
-  // V rows in two strips: without the requests they ran at 0.46.
-  template <int M> bool direct_in_order() const { return pv_strip<M>() * W >= a_.dv; }
+  // leaves them to the hardware prefetcher: items of 1 or 2 rows (MHA
+  // decode, GQA groups of 2) whose V rows are 1, 2, 4 or 8 vectors (d 16 to
+  // 128 on AVX-512), so that the P V pass can take whole rows, and the K
+  // pass takes its rows one by one. There, the requests ahead (below) only
+  // cost bandwidth (the likely cause: each holds one of the core's few L1
+  // miss buffers); they pay where a pass steps across rows, a pattern the
+  // hardware prefetcher does not follow, or does more arithmetic per byte.
+  // 32 heads, kv 8192, 1 thread, huge pages, medians of 3-4 alternating
+  // runs, decode GB/s over a streaming read in the same process, in order /
+  // requests ahead: d 128 0.89 / 0.82 (2 threads 0.92 / 0.94; 4 KiB pages
+  // 0.82-0.83 / 0.78-0.80), d 64 0.92 / 0.70, groups of 2 0.89 / 0.85.
+  // Groups of 4 (4 FMAs per vector loaded) ran at 0.55 in order against
+  // 0.83-0.88 with the requests. Returns the vectors per V row, or 0 for the
+  // requests ahead.
+  template <int M> int in_order_vectors() const {
+    if constexpr (M > 2) {
+      return 0;
+    } else {
+      const std::int64_t nv = a_.dv / W;
+      return nv == 1 || nv == 2 || nv == 4 || nv == 8 ? static_cast<int>(nv) : 0;
+    }
+  }
 
   // scores_[r][j] += (scale q_r) . k_j for j < bk, J keys at a time.
-  // Unless direct_in_order, the block's K rows are also requested
-  // kKeysAhead rows ahead: the requests of the P V pass before did not all
-  // arrive (without these, 10-15 % slower), and its V rows alongside.
+  // Unless in order, the block's K rows are also requested kKeysAhead rows
+  // ahead: the requests of the P V pass before did not all arrive (without
+  // these, 10-15 % slower), and its V rows alongside.
   template <int M>
   void direct_scores(std::int64_t bk, const float *kb, const float *vb, bool first) {
     constexpr int J0 = skinny_acc_budget<V>() / M;
     // At most 4 keys at once: 16 measured slower at M = 1.
     constexpr int J = J0 < 1 ? 1 : J0 > 4 ? 4 : J0;
     const std::int64_t ks = a_.k_strides[2], vs = a_.v_strides[2];
-    if (direct_in_order<M>()) {
+    if (in_order_vectors<M>()) {
       std::int64_t j = 0;
       for (; j + J <= bk; j += J)
         skinny_k_tile<V, M, J, true>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, scores_ + j, sld_);
@@ -450,14 +462,24 @@ private:
   }
 
   // acc_r += sum_j w_rj v_j over the block, in runs of kPvKeys keys and,
-  // within a run, dv in strips of NVd vectors; unless direct_in_order, the
-  // next block's K rows (kn, `next` of them) are requested alongside.
+  // within a run, dv in strips of pv_strip vectors; the next block's K rows
+  // (kn, `next` of them) are requested alongside.
   template <int M>
   void direct_pv(std::int64_t bk, const float *vb, const float *kn, std::int64_t next) {
+    switch (in_order_vectors<M>()) {
+    case 1:
+      return direct_pv_in_order<M, 1>(bk, vb);
+    case 2:
+      return direct_pv_in_order<M, 2>(bk, vb);
+    case 4:
+      return direct_pv_in_order<M, 4>(bk, vb);
+    case 8:
+      return direct_pv_in_order<M, 8>(bk, vb);
+    default:
+      break;
+    }
     constexpr int NVd = pv_strip<M>();
-    constexpr std::int64_t kPvKeys = 16;
     const std::int64_t vs = a_.v_strides[2], ks = a_.k_strides[2];
-    if (direct_in_order<M>()) next = 0;
     for (std::int64_t j = 0; j < bk; j += kPvKeys) {
       const std::int64_t je = min64(j + kPvKeys, bk);
       prefetch_rows(kn, ks, a_.dk, j, je - j, next);
@@ -467,6 +489,29 @@ private:
         skinny_n_tile<V, M, NVd>(0, je - j, w, sld_, vr + d, vs, st_.acc + d, p_.dv_pad);
       for (; d < a_.dv; d += W)
         skinny_n_tile<V, M, 1>(0, je - j, w, sld_, vr + d, vs, st_.acc + d, p_.dv_pad);
+    }
+  }
+
+  // direct_pv for V rows of NV vectors, read in address order: each run of
+  // kPvKeys keys goes to the rows in groups of G (1 or all), whole V rows at
+  // a time (a second group reads the run's rows from L1). Each sum takes the
+  // same terms in the same order as in direct_pv's strips.
+  template <int M, int NV> void direct_pv_in_order(std::int64_t bk, const float *vb) {
+    constexpr int G0 = skinny_acc_budget<V>() / NV;
+    constexpr int G = G0 < 1 ? 1 : G0 > M ? M : G0;
+    constexpr int kLast = M % G == 0 ? G : M % G; // rows of the last group
+    const std::int64_t vs = a_.v_strides[2];
+    for (std::int64_t j = 0; j < bk; j += kPvKeys) {
+      const std::int64_t keys = min64(kPvKeys, bk - j);
+      const float *vr = vb + j * vs;
+      for (int r0 = 0; r0 < M; r0 += G) {
+        const float *w = scores_ + r0 * sld_ + j;
+        float *acc = st_.acc + r0 * p_.dv_pad;
+        if (r0 + G <= M)
+          skinny_n_tile<V, G, NV>(0, keys, w, sld_, vr, vs, acc, p_.dv_pad);
+        else
+          skinny_n_tile<V, kLast, NV>(0, keys, w, sld_, vr, vs, acc, p_.dv_pad);
+      }
     }
   }
 
