@@ -8,32 +8,83 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <new>
 #include <random>
 #include <thread>
 
+#include <sys/mman.h>
+
 namespace akb {
 
 const char *impl_name(Impl impl) {
   switch (impl) {
-  case Impl::attnkern: return "attnkern";
-  case Impl::onednn: return "onednn";
-  case Impl::openblas: return "openblas";
-  case Impl::scalar: return "scalar";
+  case Impl::attnkern:
+    return "attnkern";
+  case Impl::onednn:
+    return "onednn";
+  case Impl::openblas:
+    return "openblas";
+  case Impl::scalar:
+    return "scalar";
   }
   return "?";
 }
 
 void Buffer::Free::operator()(float *p) const { std::free(p); }
 
+namespace {
+
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+bool huge_pages_wanted() {
+  static const bool wanted = [] {
+    const char *env = std::getenv("AK_BENCH_HUGEPAGES");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return wanted;
+}
+
+// AnonHugePages of this process, in KiB (0 where the kernel does not say).
+long anon_huge_kib() {
+  std::ifstream in("/proc/self/smaps_rollup");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("AnonHugePages:", 0) == 0) return std::strtol(line.c_str() + 14, nullptr, 10);
+  return 0;
+}
+
+} // namespace
+
 Buffer::Buffer(std::size_t n) : n_(n) {
   std::size_t bytes = std::max<std::size_t>(n, 1) * sizeof(float);
-  bytes = (bytes + 63) / 64 * 64; // aligned_alloc wants a multiple of the alignment
-  auto *p = static_cast<float *>(std::aligned_alloc(64, bytes));
+  const bool huge = huge_pages_wanted() && bytes >= kHugeBufferBytes;
+  const std::size_t align = huge ? kHugePage : 64;
+  bytes = (bytes + align - 1) / align * align; // aligned_alloc wants a multiple of the alignment
+  auto *p = static_cast<float *>(std::aligned_alloc(align, bytes));
   if (p == nullptr) throw std::bad_alloc();
+  if (huge) madvise(p, bytes, MADV_HUGEPAGE); // advice only: without THP it changes nothing
   std::fill(p, p + n, 0.0f);
   p_.reset(p);
+}
+
+std::string huge_pages_note() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string thp;
+  std::getline(in, thp);
+  if (thp.empty()) thp = "unknown";
+  if (!huge_pages_wanted())
+    return "off (AK_BENCH_HUGEPAGES=0): 4 KiB pages; kernel THP setting: " + thp;
+  // A probe buffer shows whether the advice takes effect here.
+  const long before = anon_huge_kib();
+  std::string got;
+  {
+    Buffer probe(kHugeBufferBytes / sizeof(float));
+    got = anon_huge_kib() > before ? "granted" : "not granted";
+  }
+  return "buffers of 4 MiB and more 2 MiB-aligned with MADV_HUGEPAGE (" + got +
+         "); kernel THP setting: " + thp;
 }
 
 void fill_normal(Buffer &buf, std::uint64_t seed) {
@@ -56,8 +107,7 @@ double max_rel_diff(const float *x, const float *y, std::size_t n) {
   double diff = 0.0, scale = 0.0;
   for (std::size_t i = 0; i < n; ++i) {
     const double a = x[i], b = y[i];
-    if (!std::isfinite(a) || !std::isfinite(b))
-      return std::numeric_limits<double>::infinity();
+    if (!std::isfinite(a) || !std::isfinite(b)) return std::numeric_limits<double>::infinity();
     diff = std::max(diff, std::fabs(a - b));
     scale = std::max(scale, std::max(std::fabs(a), std::fabs(b)));
   }
@@ -93,8 +143,8 @@ void settle(Impl impl, int threads) {
     // Idle workers busy-wait before they sleep: OpenBLAS (pthreads build)
     // for about 2^28 cycles (~0.1 s here), GNU OpenMP for a few ms. Measured
     // with getrusage on this machine; the waits below cover both.
-    std::this_thread::sleep_for(std::chrono::milliseconds(
-        g_last_pool == Pool::openblas ? 200 : 20));
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(g_last_pool == Pool::openblas ? 200 : 20));
   }
   g_last_pool = pool;
   g_last_threads = threads;

@@ -13,7 +13,16 @@ enum class Impl { attnkern = 0, onednn = 1, openblas = 2, scalar = 3 };
 const char *impl_name(Impl impl);
 
 // 64-byte aligned float storage, zero-filled (so its pages are touched before
-// anything is timed).
+// anything is timed). Buffers of kHugeBufferBytes and more are 2 MiB-aligned
+// and advised as transparent huge pages (unless AK_BENCH_HUGEPAGES=0), for
+// every implementation and the bandwidth references alike: on 4 KiB pages
+// this VM's streaming reads ran at a rate that followed the buffer, not the
+// code (one loop over two 128 MiB buffers of one process: 14-17 GB/s on the
+// first allocated, 22-25 on the other, and the other way round with the
+// allocations swapped), so a kernel and the read reference it is held to
+// could differ by a third for where their pages lay; on huge pages every
+// buffer read at 26-28 GB/s.
+constexpr std::size_t kHugeBufferBytes = std::size_t{4} << 20;
 class Buffer {
 public:
   Buffer() = default;
@@ -29,6 +38,10 @@ private:
   std::unique_ptr<float, Free> p_;
   std::size_t n_ = 0;
 };
+
+// What Buffer does about huge pages here, for the context: on or off, and
+// whether a probe buffer was granted them.
+std::string huge_pages_note();
 
 // Standard normal entries from a fixed seed: the same shape always sees the
 // same inputs, in the timed runs and in the agreement check alike.

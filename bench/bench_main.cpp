@@ -102,6 +102,7 @@ int main(int argc, char **argv) {
   add("openblas_coretype_env", coretype_note);
   add("onednn_version", akb::peers::onednn_version());
   add("onednn_isa", akb::peers::onednn_effective_isa());
+  add("huge_pages", akb::huge_pages_note());
   add("omp_max_threads", std::to_string(omp_get_max_threads()));
   add("scalar_softmax", "std::exp per element, OpenMP over rows, baseline ISA, no fast-math");
   add("sgemm_call", "row-major, alpha=1, beta=0; GB/s counts A+B read once, C written once");

@@ -60,6 +60,7 @@ CONTEXT_KEYS = [
     ("openblas_coretype_env", "OPENBLAS_CORETYPE"),
     ("onednn_version", "oneDNN version"),
     ("onednn_isa", "oneDNN ISA"),
+    ("huge_pages", "large buffers"),
     ("scalar_softmax", "scalar softmax"),
     ("unfused_attention", "unfused attention"),
     ("date", "date"),
