@@ -25,6 +25,8 @@
 #   AK_BENCH_OPENBLAS_CORETYPE  pin an OpenBLAS core (e.g. Haswell); by default the
 #                         binary removes a preset OPENBLAS_CORETYPE and lets OpenBLAS detect
 #   AK_BENCH_TOLERANCE    agreement tolerance of the correctness check (default 1e-4)
+#   AK_BENCH_HUGEPAGES    0: large buffers on 4 KiB pages (default: buffers of 4 MiB and more are
+#                         2 MiB-aligned and advised as transparent huge pages, bench/README.md)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
