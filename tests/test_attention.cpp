@@ -1215,6 +1215,33 @@ TEST_P(AttentionSemantics, GqaEqualsExplicitlyRepeatedKvHeads) {
   }
 }
 
+// Decode-sized items of 1, 2, 4 and 8 rows for value widths of 8 to 128:
+// where a V row is 1, 2, 4 or 8 vectors and an item has at most 2 rows, K
+// and V are read in address order (the P V pass in whole rows, a GQA group
+// of 2 in one or two groups of rows); elsewhere in strips, with requests
+// ahead. Keys span two blocks of 256 and a tail; one layout is strided.
+TEST_P(AttentionSemantics, DecodeEveryValueWidth) {
+  const std::pair<std::int64_t, std::int64_t> heads[] = {{2, 2}, {4, 2}, {8, 2}, {8, 1}};
+  for (const auto &[h, kvh] : heads)
+    for (std::int64_t q_len : {1, 2})
+      for (std::int64_t dv : {8, 16, 32, 48, 64, 128}) {
+        Shape s;
+        s.heads = h;
+        s.kv_heads = kvh;
+        s.q_len = q_len;
+        s.kv_len = 600;
+        s.head_dim = 40;
+        s.head_dim_v = dv;
+        s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT;
+        s.layout = dv == 64 ? Layout::PaddedBshd : Layout::Contiguous;
+        s.pad = 3;
+        s.probs = false;
+        SCOPED_TRACE(describe(s));
+        Problem p = make_problem(s);
+        run_and_check(p);
+      }
+}
+
 AK_INSTANTIATE_PER_ISA(AttentionSemantics);
 
 // ------------------------------------------------------------ threads
