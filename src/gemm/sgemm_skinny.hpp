@@ -111,6 +111,19 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
   // The sums' rows are a line longer where they would alias (the slice of
   // sums has room for it: skinny_sums_floats).
   const std::int64_t lds = width + (skinny_rows_alias(width, M) ? 16 : 0);
+  // The sums start 32 L1 sets (half of them) away from B's first line. B's
+  // 8 rows of a block are often a multiple of 4 KiB apart (a 4096-wide
+  // weight), so a strip's lines of all 8, and those of the next block that
+  // are requested meanwhile, crowd the same sets; sums that land on them
+  // too (by the scratch's alignment) exceed the 8 ways. 1 thread, 4096 x
+  // 4096, huge pages, medians of 3-4 alternating runs, GB/s over a
+  // streaming read in the same process: m = 2 0.84 -> 0.89, m = 4 0.71 ->
+  // 0.83, m = 1 0.97 -> 0.99, m = 8 0.57 -> 0.56. The slice has room for
+  // the shift (skinny_sums_floats).
+  const auto set_of = [](const void *p) {
+    return static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(p) / 64 % 64);
+  };
+  acc += (set_of(b + j0) + 32 - set_of(acc) + 64) % 64 * 16;
   for (std::int64_t x = 0; x < M * lds; ++x) acc[x] = 0.0f;
   for (std::int64_t p0 = 0; p0 < k; p0 += kBlock) {
     const std::int64_t p1 = p0 + kBlock < k ? p0 + kBlock : k;
@@ -262,9 +275,12 @@ void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
 // Columns are dealt out to threads in whole cache lines of C.
 constexpr std::int64_t kSkinnyGrain = 16;
 
-// Floats of running sums for m rows, n columns and `threads` threads.
+// Floats of running sums for m rows, n columns and `threads` threads: each
+// thread's slice, padded by a line per row and by kSumsShiftMax floats for
+// skinny_n_range's placement of the sums.
+constexpr std::int64_t kSumsShiftMax = 63 * 16;
 inline std::int64_t skinny_sums_floats(std::int64_t m, std::int64_t n, int threads) {
-  return m * (n + kSkinnyGrain * threads);
+  return m * (n + kSkinnyGrain * threads) + kSumsShiftMax * threads;
 }
 
 // Each thread's running sums live in its own slice of `sums`.
@@ -276,7 +292,7 @@ void skinny_columns(std::int64_t n, std::int64_t k, const float *a, std::int64_t
   const auto columns_of = [&](int t, int nt) {
     const std::int64_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
     const std::int64_t j0 = c0 * kSkinnyGrain, j1 = c1 * kSkinnyGrain < n ? c1 * kSkinnyGrain : n;
-    float *const part = sums + M * (j0 + kSkinnyGrain * t);
+    float *const part = sums + M * (j0 + kSkinnyGrain * t) + kSumsShiftMax * t;
     if (j0 < j1) {
       if (BAlongK)
         skinny_k_range<V, M>(j0, j1, k, a, lda, b, ldb, alpha, beta, c, ldc, part);
