@@ -60,6 +60,11 @@ inline bool skinny_rows_alias(std::int64_t stride, std::int64_t m) {
   return false;
 }
 
+// The L1 set (of 64) that the line at p falls in.
+inline std::int64_t l1_set_of(const void *p) {
+  return static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(p) / 64 % 64);
+}
+
 // ---------------------------------------------------- B contiguous along n
 
 // Accumulates C_acc[0:M, 0 : NV*W] += A[0:M, p0:p1] * B[p0:p1, strip] for
@@ -120,10 +125,7 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
   // streaming read in the same process: m = 2 0.84 -> 0.89, m = 4 0.71 ->
   // 0.83, m = 1 0.97 -> 0.99, m = 8 0.57 -> 0.56. The slice has room for
   // the shift (skinny_sums_floats).
-  const auto set_of = [](const void *p) {
-    return static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(p) / 64 % 64);
-  };
-  acc += (set_of(b + j0) + 32 - set_of(acc) + 64) % 64 * 16;
+  acc += (l1_set_of(b + j0) + 32 - l1_set_of(acc) + 64) % 64 * 16;
   for (std::int64_t x = 0; x < M * lds; ++x) acc[x] = 0.0f;
   for (std::int64_t p0 = 0; p0 < k; p0 += kBlock) {
     const std::int64_t p1 = p0 + kBlock < k ? p0 + kBlock : k;
@@ -331,14 +333,21 @@ template <class V> KernelStatus sgemm_skinny(const GemmArgs &g, int threads) {
   const bool copy_a = g.trans_a || (g.m > 1 && skinny_rows_alias(g.lda, g.m));
   std::int64_t lda_copy = (g.k + 15) / 16 * 16;
   if (skinny_rows_alias(lda_copy, g.m)) lda_copy += 16;
-  // One buffer (the thread's cached scratch): the running sums, then A's copy.
+  // One buffer (the thread's cached scratch): the running sums, then A's copy
+  // (with room to place it, below).
   const std::int64_t sums_floats = skinny_sums_floats(g.m, g.n, threads);
-  Scratch scratch(static_cast<std::size_t>(sums_floats + (copy_a ? g.m * lda_copy : 0)));
+  Scratch scratch(
+      static_cast<std::size_t>(sums_floats + (copy_a ? g.m * lda_copy + kSumsShiftMax : 0)));
   if (!scratch.data()) return KernelStatus::out_of_memory;
   const float *a = g.a;
   std::int64_t lda = g.lda;
   if (copy_a) {
+    // The copy starts about half the L1 sets away from B's first line, as
+    // the NN kernel's sums do (skinny_n_range): NT, m = 4, 1 thread, GB/s
+    // over a streaming read, three sets of 3-5 alternating runs: 0.69 /
+    // 0.745 / 0.74 -> 0.76 / 0.765 / 0.78 (NN unchanged).
     float *ac = scratch.data() + sums_floats;
+    ac += (l1_set_of(g.b) + 32 - g.m / 2 - l1_set_of(ac) + 128) % 64 * 16;
     if (g.trans_a) { // A is stored k x m: gather its m rows
       for (std::int64_t p = 0; p < g.k; ++p)
         for (std::int64_t i = 0; i < g.m; ++i) ac[i * lda_copy + p] = g.a[p * g.lda + i];
