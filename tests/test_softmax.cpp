@@ -477,13 +477,13 @@ TEST_P(Softmax, AxisShiftMovesAlongTheAxis) {
     }
 }
 
-// Short axes out of place first take every exponential as if the column's
-// maximum were in [0, 64], and redo the block where the maxima found on the
-// way refute that (then skip the guess for a few blocks); in place they
-// never guess. Blocks of unit-normal columns (confirmed), a block with one
-// column of each kind that refutes it (-95 below, 70 above, NaN, +inf),
+// Short axes first take every exponential as if the column's maximum were
+// in [0, 64], and redo the block where the maxima found on the way refute
+// that (then skip the guess for a few blocks); in place too, where the redo
+// needs x intact. Blocks of unit-normal columns (confirmed), a block with
+// one column of each kind that refutes it (-95 below, 70 above, NaN, +inf),
 // the blocks after it (no guess) and later ones (guessing again) must all
-// give the bits of in place and match the reference.
+// give the bits of out of place and match the reference.
 TEST_P(Softmax, AxisShortGuessConfirmedOrRedone) {
   for (const std::int64_t axis : {3, 16, 32})
     for (const int kind : {0, 1, 2, 3}) {

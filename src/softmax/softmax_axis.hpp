@@ -21,7 +21,8 @@
 // - short axes (softmax_axis_short below): a block of 8 vectors of columns
 //   at a time with its state in registers, walked down the axis for each of
 //   three passes (maximum, exponentials, division), since a short block
-//   stays in cache between them.
+//   stays in cache between them (its exponentials in a small contiguous
+//   buffer, not in y).
 //
 // Each scheme's result for a column depends on that column's elements alone
 // (never on its neighbours, the piece it falls in or the thread count; the
@@ -541,8 +542,17 @@ void softmax_axis_piece(const float *x, float *y, std::int64_t axis_len, std::in
 // The block (axis_len rows of NB * W floats, 16 KiB at most) stays in L1
 // between the passes and no per-column state goes through memory, which
 // the pieces above load and store at every step (see kShortAxisMax).
+// The exponentials wait in a contiguous buffer of the thread's, and y is
+// written once, by the division: kept in y, a block's rows, inner floats
+// apart (128 KiB for 16 x 32768), fell into the same few L1 sets, more
+// lines of x and y than the sets have ways, and y was written twice (1
+// thread, 2 alternating runs of medians of 5, Gelem/s: 16 x 32768
+// 2.77-2.80 -> 3.07-3.10, 32 x 8192 2.88-2.89 -> 3.17-3.21, 8 x 32768
+// 2.74-2.79 -> 2.89-2.93; 2 threads 5.18-5.27 -> 5.53-5.93, 5.22-5.46 ->
+// 5.86-5.90, 4.29-4.98 -> 5.36-5.41).
 
-// A block's exponential pass: exponentials into y and their compensated
+// A block's exponential pass: exponentials into buf (rows of NB * W
+// floats) and their compensated
 // (Kahan) sums, from x and the column's index; the maxima come along with
 // FindMax. Its state arrays stay in registers only where this is inlined
 // and every loop over them unrolled: kept in a lambda and unrolled by 4,
@@ -550,7 +560,7 @@ void softmax_axis_piece(const float *x, float *y, std::int64_t axis_len, std::in
 // 7 alternating runs, medians, Gelem/s: 16 x 32768 2.51 -> 2.77, 32 x 8192
 // 2.53 -> 2.86, 4 x 65536 1.50 -> 1.86; 2 threads 16 x 32768 4.80 -> 5.47).
 template <class V, int NB, bool Tail, bool FindMax, class Exp>
-AK_ALWAYS_INLINE void axis_block_exp_pass(const float *x, float *y, std::int64_t axis_len,
+AK_ALWAYS_INLINE void axis_block_exp_pass(const float *x, float *buf, std::int64_t axis_len,
                                           std::int64_t inner, std::int64_t n,
                                           typename V::reg (&shift)[NB], typename V::reg (&sum)[NB],
                                           typename V::reg (&comp)[NB], const Exp &exp_of) {
@@ -564,21 +574,21 @@ AK_ALWAYS_INLINE void axis_block_exp_pass(const float *x, float *y, std::int64_t
       const reg xv = axis_load<V, Tail>(x + a * inner + v * W, n);
       if constexpr (FindMax) shift[v] = V::max(shift[v], xv);
       const reg e = exp_of(v, xv);
-      axis_store<V, Tail>(y + a * inner + v * W, n, e);
+      V::storeu(buf + (a * NB + v) * W, e);
       const reg term = V::sub(e, comp[v]), t = V::add(sum[v], term);
       comp[v] = V::sub(V::sub(t, sum[v]), term);
       sum[v] = t;
     }
 }
 
-// One block: NB vectors of columns from x and y; with Tail, NB = 1 and the
-// vector holds only the first n < W columns. A column is shifted by its
-// maximum, per lane, so its bits are its own. `optimistic` (out of place
-// only) guesses that every lane shifts by 0 (see below); returns whether
-// every lane does.
+// One block: NB vectors of columns from x and y, the exponentials in buf
+// (axis_len * NB * W floats); with Tail, NB = 1 and the vector holds only
+// the first n < W columns. A column is shifted by its maximum, per lane, so
+// its bits are its own. `optimistic` guesses that every lane shifts by 0
+// (see below); returns whether every lane does.
 template <class V, int NB, bool Tail>
-bool softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::int64_t inner,
-                        std::int64_t n, bool optimistic) {
+bool softmax_axis_block(const float *x, float *y, float *buf, std::int64_t axis_len,
+                        std::int64_t inner, std::int64_t n, bool optimistic) {
   static_assert(!Tail || NB == 1, "a tail is a single vector");
   using reg = typename V::reg;
   constexpr int W = V::width;
@@ -597,10 +607,11 @@ bool softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
   // on the way then confirm or refute (vexp_unshifted meets any value
   // here, those above its domain too: results that are thrown away); this
   // saves the pass of loads and compares over x (1 thread, medians of 5,
-  // 16 x 32768: 2.42 -> 2.50 Gelem/s). Out of place only, as x is needed
-  // again where they refute it.
+  // 16 x 32768: 2.42 -> 2.50 Gelem/s). In place too: the guesses go to
+  // buf, and x, needed again where they are refuted, stays until the
+  // division.
   if (optimistic)
-    axis_block_exp_pass<V, NB, Tail, true>(x, y, axis_len, inner, n, shift, sum, comp, unshifted);
+    axis_block_exp_pass<V, NB, Tail, true>(x, buf, axis_len, inner, n, shift, sum, comp, unshifted);
   else
     for (std::int64_t a = 0; a < axis_len; ++a)
 #pragma GCC unroll 16
@@ -629,17 +640,17 @@ bool softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
   const bool confirmed = V::reduce_add(shifting) == 0.0f;
   if (confirmed) {
     if (!optimistic)
-      axis_block_exp_pass<V, NB, Tail, false>(x, y, axis_len, inner, n, shift, sum, comp,
+      axis_block_exp_pass<V, NB, Tail, false>(x, buf, axis_len, inner, n, shift, sum, comp,
                                               unshifted);
   } else if (V::reduce_add(misfits) == 0.0f) {
     const reg floor_offset = V::set1(kShiftedExpFloor);
     axis_block_exp_pass<V, NB, Tail, false>(
-        x, y, axis_len, inner, n, shift, sum, comp, [&](int v, reg xv) {
+        x, buf, axis_len, inner, n, shift, sum, comp, [&](int v, reg xv) {
           return vexp_shifted<V>(xv, shift[v], V::sub(shift[v], floor_offset));
         });
   } else {
     axis_block_exp_pass<V, NB, Tail, false>(
-        x, y, axis_len, inner, n, shift, sum, comp,
+        x, buf, axis_len, inner, n, shift, sum, comp,
         [&](int v, reg xv) { return vexp_diff<V>(xv, shift[v]); });
   }
   // The sum as the pair sum - comp (divide_by_sum: its rounding adds no
@@ -654,8 +665,8 @@ bool softmax_axis_block(const float *x, float *y, std::int64_t axis_len, std::in
   for (std::int64_t a = 0; a < axis_len; ++a)
 #pragma GCC unroll 16
     for (int v = 0; v < NB; ++v) {
-      float *p = y + a * inner + v * W;
-      axis_store<V, Tail>(p, n, divide_by_sum<V>(axis_load<V, Tail>(p, n), sum[v], lo[v], inv[v]));
+      const reg e = V::loadu(buf + (a * NB + v) * W);
+      axis_store<V, Tail>(y + a * inner + v * W, n, divide_by_sum<V>(e, sum[v], lo[v], inv[v]));
     }
   return confirmed;
 }
@@ -674,7 +685,8 @@ void softmax_axis_short(std::int64_t outer, std::int64_t axis_len, std::int64_t 
   const std::int64_t items = outer * blocks;
   if (threads > items) threads = static_cast<int>(items);
   parallel_for_static(threads, threads, [&](std::int64_t t) {
-    GuessGate gate(x != y); // out of place only: x is needed where it fails
+    GuessGate gate(true); // x stays intact until the division, in place too
+    alignas(64) float buf[kShortAxisMax * NB * W];
     for (std::int64_t ob = items * t / threads; ob < items * (t + 1) / threads; ++ob) {
       const std::int64_t o = ob / blocks, b = ob % blocks;
       const std::int64_t plane = o * axis_len * inner;
@@ -683,14 +695,14 @@ void softmax_axis_short(std::int64_t outer, std::int64_t axis_len, std::int64_t 
       if (b < wide) {
         const std::int64_t off = plane + b * NB * W;
         confirmed =
-            softmax_axis_block<V, NB, false>(x + off, y + off, axis_len, inner, W, optimistic);
+            softmax_axis_block<V, NB, false>(x + off, y + off, buf, axis_len, inner, W, optimistic);
       } else if (b < wide + singles) {
         const std::int64_t off = plane + wide * NB * W + (b - wide) * W;
         confirmed =
-            softmax_axis_block<V, 1, false>(x + off, y + off, axis_len, inner, W, optimistic);
+            softmax_axis_block<V, 1, false>(x + off, y + off, buf, axis_len, inner, W, optimistic);
       } else {
-        confirmed = softmax_axis_block<V, 1, true>(x + plane + whole, y + plane + whole, axis_len,
-                                                   inner, inner - whole, optimistic);
+        confirmed = softmax_axis_block<V, 1, true>(x + plane + whole, y + plane + whole, buf,
+                                                   axis_len, inner, inner - whole, optimistic);
       }
       gate.after(confirmed);
     }
