@@ -365,6 +365,7 @@ void BM_attention(benchmark::State &state, int impl, const AttnShape &s, int thr
   }
   Data &w = data_for(s);
   set_threads(threads);
+  const double read_before = s.decode ? read_gbps_now(threads) : 0.0; // see read_gbps_now
   settle(impl == kAttnkern ? Impl::attnkern : Impl::onednn, threads); // both OpenMP
   float *out = w.o.data();
   for (auto _ : state) {
@@ -374,6 +375,7 @@ void BM_attention(benchmark::State &state, int impl, const AttnShape &s, int thr
     }
     benchmark::ClobberMemory();
   }
+  if (s.decode) state.counters["read_adj"] = (read_before + read_gbps_now(threads)) / 2;
   state.counters["flops"] = benchmark::Counter(
       s.flops(), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
   state.counters["bytes"] = benchmark::Counter(
@@ -392,39 +394,9 @@ void BM_attention(benchmark::State &state, int impl, const AttnShape &s, int thr
 
 // ------------------------------------------------------------ membw
 
-constexpr std::size_t kMembwFloats = std::size_t{64} << 20; // 256 MiB
-
-// Sum of x[0, n) on `threads` threads: 32 independent float accumulators per
-// thread (the compiler keeps them in vector registers), so the loop runs at
-// the speed of the loads, i.e. of memory for an array far larger than L3.
-__attribute__((noinline)) double stream_sum(const float *x, std::size_t n, int threads) {
-  constexpr std::size_t kLanes = 32;
-  const std::size_t chunks = n / kLanes;
-  double total = 0.0;
-#pragma omp parallel num_threads(threads) reduction(+ : total) if (threads > 1)
-  {
-    const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
-    const std::size_t nt = static_cast<std::size_t>(omp_get_num_threads());
-    const std::size_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
-    float acc[kLanes] = {};
-    for (std::size_t c = c0; c < c1; ++c) {
-      const float *p = x + c * kLanes;
-      for (std::size_t j = 0; j < kLanes; ++j) acc[j] += p[j];
-    }
-    double part = 0.0;
-    for (std::size_t j = 0; j < kLanes; ++j) part += acc[j];
-    total += part;
-  }
-  for (std::size_t i = chunks * kLanes; i < n; ++i) total += x[i];
-  return total;
-}
-
+// The streaming read (stream_sum over membw_read_buffer, bench_common).
 void BM_membw(benchmark::State &state, int threads) {
-  static Buffer buf = [] {
-    Buffer b(kMembwFloats);
-    std::fill(b.data(), b.data() + b.size(), 1.0f);
-    return b;
-  }();
+  const Buffer &buf = membw_read_buffer();
   set_threads(threads);
   settle(Impl::scalar, threads); // an OpenMP loop
   double sum = 0.0;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <limits>
 #include <new>
+#include <omp.h>
 #include <random>
 #include <thread>
 
@@ -148,6 +149,54 @@ void settle(Impl impl, int threads) {
   }
   g_last_pool = pool;
   g_last_threads = threads;
+}
+
+constexpr std::size_t kMembwFloats = std::size_t{64} << 20; // 256 MiB
+
+__attribute__((noinline)) double stream_sum(const float *x, std::size_t n, int threads) {
+  constexpr std::size_t kLanes = 32;
+  const std::size_t chunks = n / kLanes;
+  double total = 0.0;
+#pragma omp parallel num_threads(threads) reduction(+ : total) if (threads > 1)
+  {
+    const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
+    const std::size_t nt = static_cast<std::size_t>(omp_get_num_threads());
+    const std::size_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
+    float acc[kLanes] = {};
+    for (std::size_t c = c0; c < c1; ++c) {
+      const float *p = x + c * kLanes;
+      for (std::size_t j = 0; j < kLanes; ++j) acc[j] += p[j];
+    }
+    double part = 0.0;
+    for (std::size_t j = 0; j < kLanes; ++j) part += acc[j];
+    total += part;
+  }
+  for (std::size_t i = chunks * kLanes; i < n; ++i) total += x[i];
+  return total;
+}
+
+const Buffer &membw_read_buffer() {
+  static const Buffer buf = [] {
+    Buffer b(kMembwFloats);
+    std::fill(b.data(), b.data() + b.size(), 1.0f);
+    return b;
+  }();
+  return buf;
+}
+
+double read_gbps_now(int threads) {
+  const Buffer &buf = membw_read_buffer();
+  settle(Impl::scalar, threads); // an OpenMP loop
+  double gbps[3];
+  for (double &g : gbps) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double sum = stream_sum(buf.data(), buf.size(), threads);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // All ones: each float lane sums at most 2^21 of them, exactly.
+    g = sum == static_cast<double>(buf.size()) ? 4.0 * double(buf.size()) / s / 1e9 : 0.0;
+  }
+  std::sort(gbps, gbps + 3);
+  return gbps[1];
 }
 
 } // namespace akb

@@ -70,4 +70,21 @@ void set_threads(int threads);
 // each call and would steal a core from whatever runs next on a 2-core machine.
 void settle(Impl impl, int threads);
 
+// The streaming-read reference (membw/read): the sum of x[0, n) on
+// `threads` threads, 32 independent float accumulators per thread (the
+// compiler keeps them in vector registers), so the loop runs at the speed of
+// the loads, i.e. of memory for an array far larger than L3.
+double stream_sum(const float *x, std::size_t n, int threads);
+// Its array: 256 MiB of ones (a Buffer, so on huge pages like the rest).
+const Buffer &membw_read_buffer();
+
+// GB/s of a streaming read of membw_read_buffer() on `threads` threads,
+// taken now: the median of three passes. The memory-bound benchmarks
+// (decode, skinny SGEMM) take one before and one after their timed loop and
+// report the mean as the counter read_adj: this VM's read rate drifts by
+// 10-20 % over minutes, so a reference taken next to the workload is the
+// steadier yardstick for its % of read BW (the run's membw/read stays in the
+// tables beside it).
+double read_gbps_now(int threads);
+
 } // namespace akb

@@ -37,7 +37,7 @@ ALL_KINDS = ["peak", "sgemm", "sgemm_isa", "sgemm_batched", "softmax", "attentio
 # Instruction sets of the peak benchmarks, best first.
 ISA_ORDER = ["avx512", "avx2", "sse2", "neon", "scalar"]
 # Counters kept per benchmark (rates, per second).
-COUNTERS = ["flops", "bytes"]
+COUNTERS = ["flops", "bytes", "read_adj"]
 # softmax/: the three-way comparison, and attnkern's other entry points
 # (ak_log_softmax, ak_softmax_axis), which have a table of their own.
 SOFTMAX_IMPLS = ["attnkern", "onednn", "scalar"]
@@ -332,11 +332,24 @@ def membw_by_threads(entries, impl="read"):
     return bw
 
 
+ADJACENT_NOTE = ("; % of adjacent read = of the same streaming read taken just before and "
+                 "after that implementation's own timed loop, the read_adj counter")
+
+
+def adjacent_read(by_impl, impl):
+    """GB/s of the streaming read taken next to this implementation's timed
+    loop (the read_adj counter, memory-bound benchmarks only), or None."""
+    e = by_impl.get(impl)
+    v = e.value("read_adj") if e else None
+    return v if v else None
+
+
 def decode_table(entries, has_cv):
     bw = membw_by_threads(entries)
     head = ["heads/kv heads", "d", "kv_len", "thr", "attnkern GB/s", "unfused oneDNN GB/s",
-            "attnkern % of read BW", "unfused % of read BW", "attnkern/unfused",
-            "attnkern GFLOP/s", "unfused GFLOP/s"]
+            "attnkern % of read BW", "unfused % of read BW", "attnkern % of adjacent read",
+            "unfused % of adjacent read", "attnkern/unfused", "attnkern GFLOP/s",
+            "unfused GFLOP/s"]
     if has_cv:
         head.append("max cv")
     lines = ["| " + " | ".join(head) + " |",
@@ -361,7 +374,9 @@ def decode_table(entries, has_cv):
         r = ratio(va, vu)
         cells = [heads, d, n, str(threads), ta, tu,
                  "—" if pa is None else f"{100 * pa:.0f}%",
-                 "—" if pu is None else f"{100 * pu:.0f}%", fmt(r, 2), fa, fu]
+                 "—" if pu is None else f"{100 * pu:.0f}%",
+                 fmt_pct(ratio(va, adjacent_read(by_impl, "attnkern"))),
+                 fmt_pct(ratio(vu, adjacent_read(by_impl, UNFUSED))), fmt(r, 2), fa, fu]
         if has_cv:
             cells.append(noise(by_impl))
         lines.append("| " + " | ".join(cells) + " |")
@@ -372,7 +387,7 @@ def decode_table(entries, has_cv):
             continue
         cells = [f"**geomean {t} thr** ({len(sel)})", "", "", ""]
         cells += [fmt(geomean([r["vals"][j] for r in sel])) for j in range(2)]
-        cells += ["", "", fmt(geomean([r["ratios"][0] for r in sel]), 2), "", ""]
+        cells += ["", "", "", "", fmt(geomean([r["ratios"][0] for r in sel]), 2), "", ""]
         if has_cv:
             cells.append("")
         lines.append("| " + " | ".join(cells) + " |")
@@ -756,6 +771,7 @@ def skinny_table(entries, has_cv):
     bw = membw_by_threads(entries)
     head = ["shape", "m", "B stored", "thr"] + [f"{PRETTY[i]} GB/s" for i in impls]
     head += [f"{PRETTY[i]} % of read BW" for i in impls]
+    head += [f"{PRETTY[i]} % of adjacent read" for i in impls]
     head += ["attnkern/oneDNN", "attnkern/OpenBLAS", "attnkern GFLOP/s"]
     if has_cv:
         head.append("max cv")
@@ -776,6 +792,7 @@ def skinny_table(entries, has_cv):
         fa, _ = cell(by_impl, "attnkern", "flops", 1e9)
         cells = [shape, mm, layout, str(threads)] + texts
         cells += [fmt_pct(ratio(v, ref)) for v in vals]
+        cells += [fmt_pct(ratio(v, adjacent_read(by_impl, i))) for v, i in zip(vals, impls)]
         cells += [fmt(r, 2) for r in ratios] + [fa]
         if has_cv:
             cells.append(noise(by_impl))
@@ -789,6 +806,7 @@ def skinny_table(entries, has_cv):
         cells += [fmt(geomean([r["vals"][j] for r in sel])) for j in range(3)]
         cells += [fmt_pct(ratio(geomean([r["vals"][j] for r in sel]), bw.get(t)))
                   for j in range(3)]
+        cells += ["", "", ""]
         cells += [fmt(geomean([r["ratios"][j] for r in sel]), 2) for j in range(2)] + [""]
         if has_cv:
             cells.append("")
@@ -943,8 +961,9 @@ def render(context, entries, reps):
                 transposes_table(entries, has_cv, pk))
     if any(sgemm_group(s) == "skinny" for s in sgemm_shapes):
         section("### SGEMM skinny (decode projections, m token rows × a 4096×4096 weight; "
-                "GB/s = 4·(mk + kn + mn) bytes / real time; % of the membw streaming-read "
-                "GB/s at the same thread count)", skinny_table(entries, has_cv))
+                "GB/s = 4·(mk + kn + mn) bytes / real time; % of read BW = of the membw "
+                f"streaming-read GB/s at the same thread count{ADJACENT_NOTE})",
+                skinny_table(entries, has_cv))
     if "sgemm_isa" in kinds:
         section("### SGEMM per instruction set (1 thread; attnkern forced with ak_set_isa, "
                 "and a plain i-p-j loop)", isa_table(entries, has_cv, pk, context))
@@ -981,8 +1000,8 @@ def render(context, entries, reps):
     if "decode" in kinds:
         section("### Attention decode (q_len 1, 32 query heads; GB/s = K and V "
                 "read once, 2·kv_heads·kv_len·d·4 bytes / real time; "
-                "% of the membw streaming-read GB/s at the same thread count)",
-                decode_table(entries, has_cv))
+                "% of read BW = of the membw streaming-read GB/s at the same thread "
+                f"count{ADJACENT_NOTE})", decode_table(entries, has_cv))
     if "membw" in kinds:
         section("### Memory bandwidth reference (streaming read; copy: bytes read + written; "
                 "GB/s)",
