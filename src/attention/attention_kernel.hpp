@@ -404,11 +404,6 @@ private:
     }
   }
 
-  // Vectors of one V row the P V pass of an M-row item takes at once.
-  template <int M> static constexpr int pv_strip() {
-    constexpr int NV0 = skinny_acc_budget<V>() / M;
-    return NV0 < 1 ? 1 : NV0 > 8 ? 8 : NV0;
-  }
   static constexpr std::int64_t kPvKeys = 16; // keys per run of the P V pass
 
   // Whether an M-row item reads K and V strictly in address order and
@@ -467,7 +462,7 @@ private:
   }
 
   // acc_r += sum_j w_rj v_j over the block, in runs of kPvKeys keys and,
-  // within a run, dv in strips of pv_strip vectors; the next block's K rows
+  // within a run, dv in strips of skinny_strip_vectors; the next block's K rows
   // (kn, `next` of them) are requested alongside.
   template <int M>
   void direct_pv(std::int64_t bk, const float *vb, const float *kn, std::int64_t next) {
@@ -483,7 +478,7 @@ private:
     default:
       break;
     }
-    constexpr int NVd = pv_strip<M>();
+    constexpr int NVd = skinny_strip_vectors<V, M>();
     const std::int64_t vs = a_.v_strides[2], ks = a_.k_strides[2];
     for (std::int64_t j = 0; j < bk; j += kPvKeys) {
       const std::int64_t je = min64(j + kPvKeys, bk);

@@ -33,6 +33,12 @@ namespace AK_ISA_NS {
 // Vector registers the accumulators of a skinny tile may take.
 template <class V> constexpr int skinny_acc_budget() { return V::width >= 16 ? 16 : 8; }
 
+// Vectors of C per row that an M-row tile of skinny_n_tile takes (1 to 8).
+template <class V, int M> constexpr int skinny_strip_vectors() {
+  constexpr int NV0 = skinny_acc_budget<V>() / M;
+  return NV0 < 1 ? 1 : NV0 > 8 ? 8 : NV0;
+}
+
 // One lane of V::fmadd: fused where this translation unit's vectors are.
 inline float lane_fmadd(float a, float b, float c) {
 #if defined(__FMA__) || defined(__aarch64__)
@@ -108,8 +114,7 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
                     std::int64_t lda, const float *b, std::int64_t ldb, float alpha, float beta,
                     float *c, std::int64_t ldc, float *acc) {
   constexpr int W = V::width;
-  constexpr int NV0 = skinny_acc_budget<V>() / M;
-  constexpr int NV = NV0 < 1 ? 1 : NV0 > 8 ? 8 : NV0;
+  constexpr int NV = skinny_strip_vectors<V, M>();
   constexpr std::int64_t strip = NV * W, kBlock = 8;
   const std::int64_t width = j1 - j0;
   const std::int64_t strips_end = width / strip * strip, vec_end = width / W * W;
