@@ -39,6 +39,11 @@ struct ScalarVec {
   static constexpr int width = 1;
   static reg loadu(const float *p) { return *p; }
   static void storeu(float *p, reg v) { *p = v; }
+  // A store that bypasses the caches where the ISA has one (non-temporal),
+  // to an address aligned to the vector's size; stream_fence() orders such
+  // stores before what follows (before other threads read them).
+  static void store_stream(float *p, reg v) { *p = v; }
+  static void stream_fence() {}
   static reg set1(float x) { return x; }
   static reg zero() { return 0.0f; }
   static reg add(reg a, reg b) { return a + b; }
@@ -86,6 +91,23 @@ template <class Arch> struct XsimdVec {
 
   static reg loadu(const float *p) { return reg::load_unaligned(p); }
   static void storeu(float *p, reg v) { v.store_unaligned(p); }
+  static void store_stream(float *p, reg v) {
+#if defined(__AVX512F__)
+    if constexpr (width == 16) return _mm512_stream_ps(p, v);
+#endif
+#if defined(__AVX__)
+    if constexpr (width == 8) return _mm256_stream_ps(p, v);
+#endif
+#if defined(__SSE2__)
+    if constexpr (width == 4) return _mm_stream_ps(p, v);
+#endif
+    v.store_aligned(p); // NEON: no streaming store for vectors of floats
+  }
+  static void stream_fence() {
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
+  }
   static reg set1(float x) { return reg(x); }
   static reg zero() { return reg(0.0f); }
   static reg add(reg a, reg b) { return a + b; }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -510,6 +511,45 @@ TEST_P(Softmax, AxisShortGuessConfirmedOrRedone) {
         ASSERT_NEAR(y[k], ref[k], kSoftmaxRel * ref[k] + 1e-38)
             << "row " << k / static_cast<std::size_t>(inner) << " column "
             << k % static_cast<std::size_t>(inner);
+      }
+    }
+}
+
+// Out of place into a 64-byte aligned y, a piece of 16 MiB of exponentials
+// or more takes streaming stores in the first pass on AVX-512
+// (kStreamPieceBytes in src/softmax/softmax_axis.hpp); a y one float off
+// its alignment, in place, and the other instruction sets do not. All three give the same bits, on
+// 1 and 2 threads, and match the reference, with shifts that move on the way (a rising column) and
+// stale rows redone.
+TEST_P(Softmax, AxisStreamedExponentialsSameBits) {
+  const std::int64_t axis = 4099, inner = 1024; // 4099 x 1024 floats: 16.01 MiB
+  std::vector<float> x = random_normal(static_cast<std::size_t>(axis * inner), 123);
+  for (std::int64_t a = 0; a < axis; ++a) {
+    x[static_cast<std::size_t>(a * inner + 5)] += 0.05f * static_cast<float>(a); // moves ~6 times
+    x[static_cast<std::size_t>(a * inner + 700)] = a == axis - 3 ? 60.0f : -kInf;
+  }
+  const std::size_t n = x.size();
+  std::vector<float> store(n + 32, canary());
+  const auto base = reinterpret_cast<std::uintptr_t>(store.data());
+  float *const aligned = store.data() + (64 - base % 64) % 64 / sizeof(float);
+  const std::vector<double> ref = ref_softmax_axis(1, axis, inner, x.data());
+  std::vector<float> first;
+  for (const int threads : {1, 2})
+    for (const int mode : {0, 1, 2}) { // aligned y, y one float off, in place
+      SCOPED_TRACE("threads=" + std::to_string(threads) + " mode=" + std::to_string(mode));
+      ASSERT_EQ(ak_set_num_threads(threads), AK_OK);
+      std::vector<float> in_place;
+      if (mode == 2) in_place = x;
+      float *y = mode == 0 ? aligned : mode == 1 ? aligned + 1 : in_place.data();
+      const float *src = mode == 2 ? y : x.data();
+      ASSERT_EQ(ak_softmax_axis(1, axis, inner, src, y), AK_OK) << ak_last_error();
+      if (first.empty()) {
+        first.assign(y, y + n);
+        for (std::size_t k = 0; k < n; ++k)
+          ASSERT_NEAR(y[k], ref[k], kSoftmaxRel * ref[k] + 1e-38)
+              << "row " << k / inner << " column " << k % inner;
+      } else {
+        ASSERT_EQ(0, std::memcmp(first.data(), y, n * sizeof(float)));
       }
     }
 }

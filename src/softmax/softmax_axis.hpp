@@ -53,6 +53,22 @@ namespace AK_ISA_NS {
 constexpr std::int64_t kShortAxisMax = 32;
 
 constexpr std::int64_t kPieceMax = 1024; // floats: 4 KiB row segments
+
+// Out of place, pieces whose exponentials (axis_len x width floats, times
+// the pieces in flight at once) reach this size would have been evicted
+// before the second pass reads them (an L3 of 32 MiB streams the piece's x
+// through too): the first pass writes them with streaming stores instead,
+// saving the read of y that an ordinary store's miss costs. Then y crosses
+// the memory bus three times (written, read, written) and x once, where the
+// rows softmax takes three transfers in all. 1 thread, huge pages, cold
+// buffers, Gelem/s, alternating runs in one process: 4096 x 4096 1.41-1.58
+// -> 1.67-1.81 in four (2 threads 2.03-2.46 -> 2.41-3.15), 4096 x 2048 1.64 -> 1.84,
+// 8192 x 1024 1.88 -> 2.00, 2048 x 2048 1.61 -> 1.70; but pieces of 4-8
+// MiB that stay in L3 lose (1024 x 2048 2.25 -> 1.57, 2048 x 1024 2.11 ->
+// 1.57), 12 MiB is even (3072 x 1024 1.94 / 1.83). AVX-512 only: AVX2,
+// bound by its arithmetic here (~1.1 Gelem/s at 4096 x 4096), gained
+// nothing (ratios to the rows softmax 0.75-0.82 -> 0.70-0.78).
+constexpr std::int64_t kStreamPieceBytes = std::int64_t{16} << 20;
 // Rows requested ahead of each pass: the segments of a piece are a page
 // apart or more, where the hardware prefetchers stop (2048 x 2048, 1
 // thread: 0.9 -> 1.4 Gelem/s).
@@ -176,6 +192,10 @@ template <class V> struct AxisBand {
   std::int64_t axis_len, inner, width, r0, r1;
   AxisBandState st;
   AxisMerged mg;
+  // Out of place only: the first pass's exponentials go to y in streaming
+  // (non-temporal) stores, whole vectors aligned to their size (see
+  // kStreamPieceBytes).
+  bool stream;
 
   // Vector j of a row: whole (Tail false), or the piece's last, n < W lanes
   // wide.
@@ -338,7 +358,7 @@ template <class V> struct AxisBand {
   // not be there to recompute them.
   template <int Rows, bool Final> void stats_step(std::int64_t a) const {
     const float *xa = x + a * inner, *next = ahead(x, a, Rows);
-    const float *y_next = Final ? nullptr : ahead(y, a, Rows);
+    const float *y_next = Final || stream ? nullptr : ahead(y, a, Rows);
     float *ya = y + a * inner;
     each_vector([&](auto tail, std::int64_t j, std::int64_t n) {
       constexpr bool T = decltype(tail)::value;
@@ -358,8 +378,13 @@ template <class V> struct AxisBand {
         exps<Rows>(e, shift, st.exp[j / W]);
       } else {
         exps<Rows>(e, shift, st.exp[j / W]);
+        if (!T && !Final && stream) {
 #pragma GCC unroll 4
-        for (int k = 0; k < Rows; ++k) store<T>(ya + k * inner, j, n, e[k]);
+          for (int k = 0; k < Rows; ++k) V::store_stream(ya + k * inner + j, e[k]);
+        } else {
+#pragma GCC unroll 4
+          for (int k = 0; k < Rows; ++k) store<T>(ya + k * inner, j, n, e[k]);
+        }
       }
       // pairs where the division takes the low part (divide_by_sum, FMA)
       constexpr bool kPairs = V::has_fma && Rows % 2 == 0;
@@ -420,6 +445,7 @@ template <class V> struct AxisBand {
   template <bool Final> void stats_pass() const {
     reset();
     each_step([&](auto rows, std::int64_t a) { stats_step<decltype(rows)::value, Final>(a); });
+    if (stream) V::stream_fence(); // before the merge and the other threads' second pass
   }
   // The second pass runs backwards: single rows past the last whole step,
   // then the steps, each requesting the rows kRowsAhead before it.
@@ -503,12 +529,13 @@ void merge_axis_bands(const AxisStateLayout &lay, float *set, const AxisBands &b
 template <class V>
 void softmax_axis_piece(const float *x, float *y, std::int64_t axis_len, std::int64_t inner,
                         std::int64_t width, const AxisStateLayout &lay, float *set,
-                        const AxisBands &bands, bool team) {
+                        const AxisBands &bands, bool team, bool stream) {
   const bool in_place = x == y;
   const auto band = [&](std::int64_t b) {
     const std::int64_t r0 = b * bands.rows;
     const std::int64_t r1 = r0 + bands.rows < axis_len ? r0 + bands.rows : axis_len;
-    return AxisBand<V>{x, y, axis_len, inner, width, r0, r1, lay.band(set, b), lay.merged(set)};
+    return AxisBand<V>{x,  y,  axis_len,         inner,           width,
+                       r0, r1, lay.band(set, b), lay.merged(set), stream && !in_place};
   };
   const std::int64_t vectors = (width + V::width - 1) / V::width;
   team_for_static(team, vectors, [&](std::int64_t v) { band(0).seed(v); });
@@ -760,11 +787,18 @@ KernelStatus softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_
   const int sets = by_band ? 1 : threads;
   Scratch scratch(static_cast<std::size_t>(stride * sets + 1024));
   if (!scratch.data()) return KernelStatus::out_of_memory;
+  // Exponentials that would not outlast the first pass in cache go to y
+  // in streaming stores (whole vectors, which y's alignment and a multiple
+  // of 16 columns keep aligned), one transfer of y fewer.
+  const std::int64_t in_flight = by_band ? 1 : threads < outer * pieces ? threads : outer * pieces;
+  const bool stream = V::width == 16 && x != y && inner % 16 == 0 &&
+                      reinterpret_cast<std::uintptr_t>(y) % 64 == 0 &&
+                      axis_len * width * 4 * in_flight >= kStreamPieceBytes;
   const auto piece = [&](std::int64_t op, float *set, bool team) {
     const std::int64_t o = op / pieces, p = op % pieces;
     const std::int64_t off = o * axis_len * inner + p * width;
     const std::int64_t w = p + 1 < pieces ? width : inner - p * width;
-    softmax_axis_piece<V>(x + off, y + off, axis_len, inner, w, lay, set, bands, team);
+    softmax_axis_piece<V>(x + off, y + off, axis_len, inner, w, lay, set, bands, team, stream);
   };
   if (by_band) {
 #pragma omp parallel num_threads(threads)
