@@ -11,12 +11,74 @@
 // every float of that range and every x86 instruction set (tests/test_exp.cpp
 // with AK_EXP_EXHAUSTIVE=1; CI checks every 128th float against 2 ulp); 0
 // for x < -104 and for -inf; +inf for x > 88.73 and +inf; NaN for NaN.
+//
+// SSE2 (no FMA) computes softmax's exps (vexp_shifted, vexp_diff,
+// vexp_unshifted) in double instead, rounded once to float: within half an
+// ulp and a hair. In float, without FMA, exp(x - m) with the subtraction's
+// error carried reached ~1.2 ulp, and a softmax weight adds its own
+// exponential's error to the sum's (of the opposite sign) and the
+// division's rounding: SSE2 rows reached 2.42e-7 against DESIGN.md's 2e-7.
+// With every exponential within ~0.5 ulp the weight is within 1.5 ulp
+// (1.8e-7) in the worst case.
 #pragma once
 
 #include "simd.hpp"
 
 namespace ak {
 namespace AK_ISA_NS {
+
+// Whether softmax's exps run in double (SSE2: see above).
+template <class V> constexpr bool exp_in_double() {
+#if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
+  return V::width == 4 && !V::has_fma;
+#else
+  return false;
+#endif
+}
+
+#if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
+// exp(d) for two doubles d in [-110, 100] or NaN: n = round(d / ln 2) by the
+// 1.5 * 2^52 shifter, r = d - n ln 2 with ln 2 split so that n * hi is
+// exact, exp(r) for |r| <= ln2 / 2 by its Taylor polynomial of degree 8
+// (truncation below 2.1e-10 relative, at most 0.0035 ulp of a float, so
+// within 0.504 ulp after the one rounding to float; degree 7's
+// 5.6e-9 would add 0.05 ulp), times 2^n built from n's bits (n in
+// [-159, 145], a normal double). A NaN d flows through the arithmetic.
+inline __m128d exp_pd_sse2(__m128d d) {
+  const __m128d shifter = _mm_set1_pd(6755399441055744.0); // 1.5 * 2^52
+  const __m128d t = _mm_add_pd(_mm_mul_pd(d, _mm_set1_pd(1.4426950408889634)), shifter);
+  const __m128d n = _mm_sub_pd(t, shifter);
+  __m128d r = _mm_sub_pd(d, _mm_mul_pd(n, _mm_set1_pd(0.693147180369123816490)));
+  r = _mm_sub_pd(r, _mm_mul_pd(n, _mm_set1_pd(1.90821492927058770002e-10)));
+  // Estrin's scheme: a third of Horner's latency, the same accuracy in double.
+  const auto c = [](double v) { return _mm_set1_pd(v); };
+  const auto pair = [&](double c0, double c1) { return _mm_add_pd(c(c0), _mm_mul_pd(c(c1), r)); };
+  const __m128d r2 = _mm_mul_pd(r, r), r4 = _mm_mul_pd(r2, r2), r8 = _mm_mul_pd(r4, r4);
+  const __m128d p03 = _mm_add_pd(pair(1.0, 1.0), _mm_mul_pd(r2, pair(1.0 / 2, 1.0 / 6)));
+  const __m128d p47 =
+      _mm_add_pd(pair(1.0 / 24, 1.0 / 120), _mm_mul_pd(r2, pair(1.0 / 720, 1.0 / 5040)));
+  const __m128d p =
+      _mm_add_pd(_mm_add_pd(p03, _mm_mul_pd(r4, p47)), _mm_mul_pd(r8, c(1.0 / 40320)));
+  // t's low bits hold n in two's complement: t - shifter as integers is n
+  const __m128i ni = _mm_sub_epi64(_mm_castpd_si128(t), _mm_castpd_si128(shifter));
+  const __m128i bits = _mm_slli_epi64(_mm_add_epi64(ni, _mm_set1_epi64x(1023)), 52);
+  return _mm_mul_pd(p, _mm_castsi128_pd(bits));
+}
+
+// exp(a - b) for four floats: the difference in double (exact for the
+// arguments softmax meets; otherwise off by 2^-53 of it) and rounded to
+// float once. Clamp: any a and b, the difference first clamped to where
+// the float result is 0 or +inf (maxpd and minpd return their second
+// operand, d, when it is NaN); without, a - b must lie in [-110, 100].
+template <bool Clamp> inline __m128 exp_diff_ps_sse2(__m128 a, __m128 b) {
+  const auto half = [](__m128 x, __m128 y) {
+    __m128d d = _mm_sub_pd(_mm_cvtps_pd(x), _mm_cvtps_pd(y));
+    if (Clamp) d = _mm_min_pd(_mm_set1_pd(100.0), _mm_max_pd(_mm_set1_pd(-110.0), d));
+    return _mm_cvtpd_ps(exp_pd_sse2(d));
+  };
+  return _mm_movelh_ps(half(a, b), half(_mm_movehl_ps(a, a), _mm_movehl_ps(b, b)));
+}
+#endif
 
 // exp(r) for |r| <= ln2 / 2 (plus a correction): 1 + (r + r^2 P(r)), the
 // small part formed first so that the result is rounded once at the end.
@@ -100,6 +162,9 @@ inline void two_diff(typename V::reg a, typename V::reg b, typename V::reg &s,
 // where a - b itself is inexact. Any a and b; where a - b is -inf or NaN the
 // correction is NaN, and vexp_corrected drops it.
 template <class V> inline typename V::reg vexp_diff(typename V::reg a, typename V::reg b) {
+#if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
+  if constexpr (exp_in_double<V>()) return typename V::reg(exp_diff_ps_sse2<true>(a, b));
+#endif
   typename V::reg s, err;
   two_diff<V>(a, b, s, err);
   return vexp_corrected<V>(s, err);
@@ -113,6 +178,10 @@ template <class V> inline typename V::reg vexp_diff(typename V::reg a, typename 
 constexpr float kShiftedExpFloor = 105.0f, kShiftedExpMaxShift = 65536.0f;
 template <class V>
 inline typename V::reg vexp_shifted(typename V::reg x, typename V::reg m, typename V::reg floor) {
+#if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
+  if constexpr (exp_in_double<V>())
+    return typename V::reg(exp_diff_ps_sse2<false>(V::max(floor, x), m));
+#endif
   typename V::reg s, err;
   two_diff<V>(V::max(floor, x), m, s, err);
   return vexp_reduced<V>(s, err);
@@ -125,6 +194,10 @@ inline typename V::reg vexp_shifted(typename V::reg x, typename V::reg m, typena
 // rounds to 0 anyway. A NaN x stays NaN.
 constexpr float kUnshiftedExpMax = 64.0f;
 template <class V> inline typename V::reg vexp_unshifted(typename V::reg x, typename V::reg floor) {
+#if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
+  if constexpr (exp_in_double<V>())
+    return typename V::reg(exp_diff_ps_sse2<false>(V::max(floor, x), V::zero()));
+#endif
   typename V::reg n, r;
   vexp_split<V>(V::max(floor, x), n, r);
   return vexp_scale<V>(vexp_poly<V>(r), n);

@@ -309,6 +309,18 @@ inline typename V::reg divide_by_sum(typename V::reg e, typename V::reg s, typen
     // each lane in double: the float sum's rounding would add half an ulp
     // (softmax_axis on SSE2 reached 2.1e-7 against double that way)
     (void)inv;
+#if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
+    if constexpr (V::width == 4) { // two lanes at a time
+      const auto half = [](__m128 e2, __m128 s2, __m128 lo2) {
+        const __m128d den = _mm_add_pd(_mm_cvtps_pd(s2), _mm_cvtps_pd(lo2));
+        return _mm_cvtpd_ps(_mm_div_pd(_mm_cvtps_pd(e2), den));
+      };
+      const __m128 ev = e, sv = s, lv = s_lo;
+      return typename V::reg(
+          _mm_movelh_ps(half(ev, sv, lv),
+                        half(_mm_movehl_ps(ev, ev), _mm_movehl_ps(sv, sv), _mm_movehl_ps(lv, lv))));
+    }
+#endif
     constexpr int W = V::width;
     alignas(64) float te[W], ts[W], tl[W];
     V::storeu(te, e);

@@ -20,6 +20,9 @@ struct ExpProbe {
   // y[i] = exp(x[i]) by vexp_unshifted (softmax rows whose maximum is in
   // [0, 64]), with its floor at -105.
   void (*exp_unshifted)(const float *x, float *y, std::size_t n);
+  // The bound, in ulp, that the three exps above keep: 2, or half an ulp
+  // and a hair where they run in double (SSE2, see src/vexp.hpp).
+  double softmax_exp_ulp;
 };
 
 // Every instruction set this build compiled.
