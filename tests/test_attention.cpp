@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -470,6 +471,18 @@ const BiasKind kGridBiases[] = {BiasKind::None, BiasKind::Full, BiasKind::PerQue
 constexpr double kGridMaxWork = 2e7;
 constexpr int kGridRandomCases = 240;
 
+// A soak run draws other and more cases: AK_TEST_GRID_SEED=<n> (any
+// unsigned number; the default is the CI's sample) and
+// AK_TEST_GRID_RANDOM=<count> (random cases after the forced ones).
+unsigned grid_seed() {
+  const char *v = std::getenv("AK_TEST_GRID_SEED");
+  return v ? static_cast<unsigned>(std::strtoul(v, nullptr, 10)) : 20240607u;
+}
+int grid_random_cases() {
+  const char *v = std::getenv("AK_TEST_GRID_RANDOM");
+  return v ? std::atoi(v) : kGridRandomCases;
+}
+
 enum class WindowKind { None, Left, Right, Both, Zero };
 constexpr int kWindowKinds = 5;
 enum class DvKind { Default, Same, Different }; // head_dim_v 0, = head_dim, != head_dim
@@ -594,16 +607,18 @@ const std::vector<GridCase> &grid_cases() {
     wanted.emplace_back(nullptr, [](const GridChoice &c) { return c.q_len < c.kv_len; });
     wanted.emplace_back(nullptr, [](const GridChoice &c) { return c.q_len > c.kv_len; });
     wanted.emplace_back(nullptr, [](const GridChoice &c) { return c.q_len == c.kv_len; });
-    for (int r = 0; r < kGridRandomCases; ++r) wanted.emplace_back(nullptr, nullptr);
+    for (int r = 0; r < grid_random_cases(); ++r) wanted.emplace_back(nullptr, nullptr);
 
-    std::mt19937 rng(20240607);
+    std::mt19937 rng(grid_seed());
     std::vector<GridCase> out;
     for (const auto &[f, accept] : wanted) {
       for (;;) { // redraw the free choices until the case is cheap enough
         GridChoice c = random_choice(rng);
         if (f) f(c);
         if (accept && !accept(c)) continue;
-        const Shape s = realize(c, rng, 1000u + 16u * static_cast<std::uint32_t>(out.size()));
+        const Shape s = realize(c, rng,
+                                (grid_seed() - 20240607u) + 1000u +
+                                    16u * static_cast<std::uint32_t>(out.size()));
         if (work(s) > kGridMaxWork) continue;
         out.push_back({c, s});
         break;
