@@ -12,45 +12,84 @@
 // with AK_EXP_EXHAUSTIVE=1; CI checks every 128th float against 2 ulp); 0
 // for x < -104 and for -inf; +inf for x > 88.73 and +inf; NaN for NaN.
 //
-// SSE2 (no FMA) computes softmax's exps (vexp_shifted, vexp_diff,
-// vexp_unshifted) in double instead, rounded once to float: within half an
-// ulp and a hair. In float, without FMA, exp(x - m) with the subtraction's
-// error carried reached ~1.2 ulp, and a softmax weight adds its own
-// exponential's error to the sum's (of the opposite sign) and the
+// SSE2 and scalar (no FMA) compute softmax's exps (vexp_shifted,
+// vexp_diff, vexp_unshifted) in double instead, rounded once to float:
+// within half an ulp and a hair. In float, without FMA, exp(x - m) with the
+// subtraction's error carried reached ~1.2 ulp, and a softmax weight adds
+// its own exponential's error to the sum's (of the opposite sign) and the
 // division's rounding: SSE2 rows reached 2.42e-7 against DESIGN.md's 2e-7.
 // With every exponential within ~0.5 ulp the weight is within 1.5 ulp
-// (1.8e-7) in the worst case.
+// (1.8e-7) in the worst case. (Scalar: also fewer operations than the
+// float method's, whose rounding is a library call on baseline x86-64.)
 #pragma once
+
+#include <cstdint>
+#include <cstring>
 
 #include "simd.hpp"
 
 namespace ak {
 namespace AK_ISA_NS {
 
-// Whether softmax's exps run in double (SSE2: see above).
+// Whether softmax's exps run in double (SSE2 and scalar: see above).
 template <class V> constexpr bool exp_in_double() {
 #if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
-  return V::width == 4 && !V::has_fma;
-#else
-  return false;
+  if constexpr (V::width == 4 && !V::has_fma) return true;
 #endif
+  return V::width == 1;
+}
+
+// The constants of exp_double and exp_pd_sse2: n = round(d / ln 2) by adding
+// and subtracting 1.5 * 2^52, r = d - n ln 2 with ln 2 split so that n * hi
+// is exact, exp(r) for |r| <= ln2 / 2 by its Taylor polynomial of degree 8
+// (truncation below 2.1e-10 relative, at most 0.0035 ulp of a float, so
+// within 0.504 ulp after the one rounding to float; degree 7's 5.6e-9 would
+// add 0.05 ulp) by Estrin's scheme (a third of Horner's latency), times 2^n
+// built from n's bits (n in [-159, 145], a normal double).
+constexpr double kExpShifter = 6755399441055744.0; // 1.5 * 2^52
+constexpr double kLog2e = 1.4426950408889634, kLn2Hi = 0.693147180369123816490,
+                 kLn2Lo = 1.90821492927058770002e-10;
+
+// exp(d) for a double d in [-110, 100] or NaN (which flows through the
+// arithmetic to a NaN result): one lane of exp_pd_sse2.
+inline double exp_double(double d) {
+  const double t = d * kLog2e + kExpShifter;
+  const double n = t - kExpShifter;
+  const double r = (d - n * kLn2Hi) - n * kLn2Lo;
+  const double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+  const double p03 = (1.0 + r) + r2 * (1.0 / 2 + r * (1.0 / 6));
+  const double p47 = (1.0 / 24 + r * (1.0 / 120)) + r2 * (1.0 / 720 + r * (1.0 / 5040));
+  const double p = (p03 + r4 * p47) + r8 * (1.0 / 40320);
+  // t's low bits hold n in two's complement: t - shifter as integers is n
+  std::int64_t tb, sb;
+  std::memcpy(&tb, &t, sizeof tb);
+  std::memcpy(&sb, &kExpShifter, sizeof sb);
+  const std::uint64_t bits = static_cast<std::uint64_t>(tb - sb + 1023) << 52;
+  double scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+// exp(a - b) for two floats: the difference in double (exact for the
+// arguments softmax meets; otherwise off by 2^-53 of it) and rounded to
+// float once. Clamp: any a and b, the difference first clamped to where
+// the float result is 0 or +inf (a NaN passes both tests); without, a - b
+// must lie in [-110, 100].
+template <bool Clamp> inline float exp_diff_double(float a, float b) {
+  double d = static_cast<double>(a) - static_cast<double>(b);
+  if (Clamp) d = d < -110.0 ? -110.0 : d > 100.0 ? 100.0 : d;
+  return static_cast<float>(exp_double(d));
 }
 
 #if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
-// exp(d) for two doubles d in [-110, 100] or NaN: n = round(d / ln 2) by the
-// 1.5 * 2^52 shifter, r = d - n ln 2 with ln 2 split so that n * hi is
-// exact, exp(r) for |r| <= ln2 / 2 by its Taylor polynomial of degree 8
-// (truncation below 2.1e-10 relative, at most 0.0035 ulp of a float, so
-// within 0.504 ulp after the one rounding to float; degree 7's
-// 5.6e-9 would add 0.05 ulp), times 2^n built from n's bits (n in
-// [-159, 145], a normal double). A NaN d flows through the arithmetic.
+// exp(d) for two doubles d in [-110, 100] or NaN: exp_double's steps, two
+// lanes at a time.
 inline __m128d exp_pd_sse2(__m128d d) {
-  const __m128d shifter = _mm_set1_pd(6755399441055744.0); // 1.5 * 2^52
-  const __m128d t = _mm_add_pd(_mm_mul_pd(d, _mm_set1_pd(1.4426950408889634)), shifter);
+  const __m128d shifter = _mm_set1_pd(kExpShifter);
+  const __m128d t = _mm_add_pd(_mm_mul_pd(d, _mm_set1_pd(kLog2e)), shifter);
   const __m128d n = _mm_sub_pd(t, shifter);
-  __m128d r = _mm_sub_pd(d, _mm_mul_pd(n, _mm_set1_pd(0.693147180369123816490)));
-  r = _mm_sub_pd(r, _mm_mul_pd(n, _mm_set1_pd(1.90821492927058770002e-10)));
-  // Estrin's scheme: a third of Horner's latency, the same accuracy in double.
+  __m128d r = _mm_sub_pd(d, _mm_mul_pd(n, _mm_set1_pd(kLn2Hi)));
+  r = _mm_sub_pd(r, _mm_mul_pd(n, _mm_set1_pd(kLn2Lo)));
   const auto c = [](double v) { return _mm_set1_pd(v); };
   const auto pair = [&](double c0, double c1) { return _mm_add_pd(c(c0), _mm_mul_pd(c(c1), r)); };
   const __m128d r2 = _mm_mul_pd(r, r), r4 = _mm_mul_pd(r2, r2), r8 = _mm_mul_pd(r4, r4);
@@ -163,8 +202,10 @@ inline void two_diff(typename V::reg a, typename V::reg b, typename V::reg &s,
 // correction is NaN, and vexp_corrected drops it.
 template <class V> inline typename V::reg vexp_diff(typename V::reg a, typename V::reg b) {
 #if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
-  if constexpr (exp_in_double<V>()) return typename V::reg(exp_diff_ps_sse2<true>(a, b));
+  if constexpr (exp_in_double<V>() && V::width == 4)
+    return typename V::reg(exp_diff_ps_sse2<true>(a, b));
 #endif
+  if constexpr (exp_in_double<V>() && V::width == 1) return exp_diff_double<true>(a, b);
   typename V::reg s, err;
   two_diff<V>(a, b, s, err);
   return vexp_corrected<V>(s, err);
@@ -179,9 +220,11 @@ constexpr float kShiftedExpFloor = 105.0f, kShiftedExpMaxShift = 65536.0f;
 template <class V>
 inline typename V::reg vexp_shifted(typename V::reg x, typename V::reg m, typename V::reg floor) {
 #if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
-  if constexpr (exp_in_double<V>())
+  if constexpr (exp_in_double<V>() && V::width == 4)
     return typename V::reg(exp_diff_ps_sse2<false>(V::max(floor, x), m));
 #endif
+  if constexpr (exp_in_double<V>() && V::width == 1)
+    return exp_diff_double<false>(V::max(floor, x), m);
   typename V::reg s, err;
   two_diff<V>(V::max(floor, x), m, s, err);
   return vexp_reduced<V>(s, err);
@@ -195,9 +238,11 @@ inline typename V::reg vexp_shifted(typename V::reg x, typename V::reg m, typena
 constexpr float kUnshiftedExpMax = 64.0f;
 template <class V> inline typename V::reg vexp_unshifted(typename V::reg x, typename V::reg floor) {
 #if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
-  if constexpr (exp_in_double<V>())
+  if constexpr (exp_in_double<V>() && V::width == 4)
     return typename V::reg(exp_diff_ps_sse2<false>(V::max(floor, x), V::zero()));
 #endif
+  if constexpr (exp_in_double<V>() && V::width == 1)
+    return exp_diff_double<false>(V::max(floor, x), 0.0f);
   typename V::reg n, r;
   vexp_split<V>(V::max(floor, x), n, r);
   return vexp_scale<V>(vexp_poly<V>(r), n);

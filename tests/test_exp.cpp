@@ -9,7 +9,7 @@
 //     within 2 ulp of exp of the exact difference;
 //   - softmax rows' exp(x) with a floor under x (vexp_unshifted) within 2 ulp
 //     over [-87.3, 64], the range its rows reach.
-//   (those three within half an ulp and a hair on SSE2, which computes them
+//   (those three within half an ulp and a hair on SSE2 and scalar, which compute them
 //   in double: ExpProbe::softmax_exp_ulp).
 #include "exp_probe/exp_probe.hpp"
 

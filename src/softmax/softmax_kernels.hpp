@@ -125,11 +125,48 @@ void rows_exp_sum_with(const float *const *rows, std::int64_t n, float *const *o
   }
   const bool store = out != nullptr;
   constexpr int W = V::width;
-  // One term per block where a vector is one float (scalar): a partial sum
-  // there would round 1 + small in float, which log-softmax's log s cannot
-  // afford for s near 1 (a lane of a wider vector meets the same only from
-  // 17 entries on, where log s is larger).
-  constexpr std::int64_t kBlock = W == 1 ? 1 : 16 * W;
+  if constexpr (W == 1) {
+    // One float per vector (scalar): the sum in double, two chains a row
+    // (even and odd entries, added at the end). A float partial sum would
+    // round 1 + small, which log-softmax's log s cannot afford for s near
+    // 1; the compensated float pair of the vector path took a dependent
+    // chain of 12 operations per entry through the stack here (256 x 1024,
+    // 1 thread: 0.06 -> 0.08 Gelem/s; 0.15 with the exps in double, see
+    // vexp.hpp; a naive loop with expf: 0.16). Its error, below n 2^-53 of
+    // the sum, stays a small fraction of a float ulp up to 2^26 entries a
+    // row.
+    for (int r = 0; r < R; ++r) {
+      double even = 0.0, odd = 0.0;
+      float top = -std::numeric_limits<float>::infinity();
+      std::int64_t j = 0;
+      for (; j + 2 <= n; j += 2) {
+        prefetch_next_row(next[r], j);
+        prefetch_for_write(w[r], j);
+        const float x0 = x[r][j], x1 = x[r][j + 1];
+        if (TrackMax) top = V::max(V::max(top, x0), x1);
+        const float e0 = exp_of(r, x0), e1 = exp_of(r, x1);
+        if (store) {
+          e[r][j] = e0;
+          e[r][j + 1] = e1;
+        }
+        even += e0;
+        odd += e1;
+      }
+      if (j < n) {
+        const float x0 = x[r][j];
+        if (TrackMax) top = V::max(top, x0);
+        const float e0 = exp_of(r, x0);
+        if (store) e[r][j] = e0;
+        even += e0;
+      }
+      const double total = even + odd;
+      sum[r] = static_cast<float>(total);
+      sum_lo[r] = static_cast<float>(total - static_cast<double>(sum[r]));
+      if (TrackMax) in_range[r] = below < top && !(kUnshiftedExpMax < top);
+    }
+    return;
+  }
+  constexpr std::int64_t kBlock = 16 * W;
   reg total[R], comp[R], top0[R], top1[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {

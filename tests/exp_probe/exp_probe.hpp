@@ -21,7 +21,7 @@ struct ExpProbe {
   // [0, 64]), with its floor at -105.
   void (*exp_unshifted)(const float *x, float *y, std::size_t n);
   // The bound, in ulp, that the three exps above keep: 2, or half an ulp
-  // and a hair where they run in double (SSE2, see src/vexp.hpp).
+  // and a hair where they run in double (SSE2, scalar: see src/vexp.hpp).
   double softmax_exp_ulp;
 };
 
