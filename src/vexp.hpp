@@ -18,13 +18,11 @@
 // subtraction's error carried reached ~1.2 ulp, and a softmax weight adds
 // its own exponential's error to the sum's (of the opposite sign) and the
 // division's rounding: SSE2 rows reached 2.42e-7 against DESIGN.md's 2e-7.
-// With every exponential within ~0.5 ulp, what remains is the sum's
-// rounding and the division's half ulp: scalar rows, summed in double,
-// are within 1.5 ulp (1.8e-7) for every normal weight; SSE2's float
-// partial sums add a little on unit-scale rows (1.51-1.74e-7 worst seen)
-// and a few ulp where a few large terms dominate a short row. (Scalar:
-// also fewer operations than the float method's, whose rounding is a
-// library call on baseline x86-64.)
+// With every exponential within ~0.5 ulp, and softmax rows summing them in
+// double there (rows_exp_sum_with), a row's weights are within 1.5 ulp
+// (1.8e-7) whatever the input (normal weights). (Scalar: also fewer
+// operations than the float method's, whose rounding is a library call on
+// baseline x86-64.)
 #pragma once
 
 #include <cstdint>

@@ -92,6 +92,30 @@ template <class V, int R> void rows_max(const float *const *rows, std::int64_t n
     m[r] = V::reduce_max(V::max(V::max(m0[r], m1[r]), V::max(m2[r], m3[r])));
 }
 
+// A running sum of exponentials in double, lane by lane (scalar: one lane;
+// SSE2: two doubles per half of the vector), totalled in a fixed order.
+template <class V, bool Sse2 = (V::width == 4)> struct DoubleSum {
+  double acc = 0.0;
+  void add(typename V::reg e) { acc += static_cast<double>(e); }
+  double total() const { return acc; }
+};
+#if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
+template <class V> struct DoubleSum<V, true> {
+  __m128d lo = _mm_setzero_pd(), hi = _mm_setzero_pd();
+  void add(typename V::reg e) {
+    const __m128 v = e;
+    lo = _mm_add_pd(lo, _mm_cvtps_pd(v));
+    hi = _mm_add_pd(hi, _mm_cvtps_pd(_mm_movehl_ps(v, v)));
+  }
+  double total() const {
+    alignas(16) double l[2], h[2];
+    _mm_store_pd(l, lo);
+    _mm_store_pd(h, hi);
+    return (l[0] + l[1]) + (h[0] + h[1]);
+  }
+};
+#endif
+
 // sum_j exp(x_j - m) per row; writes the exponentials to out[r] unless out
 // is null. Summation: two float partial sums (at most 8 terms per lane
 // each), folded per lane into a running total every block by exact
@@ -125,44 +149,52 @@ void rows_exp_sum_with(const float *const *rows, std::int64_t n, float *const *o
   }
   const bool store = out != nullptr;
   constexpr int W = V::width;
-  if constexpr (W == 1) {
-    // One float per vector (scalar): the sum in double, two chains a row
-    // (even and odd entries, added at the end). A float partial sum would
-    // round 1 + small, which log-softmax's log s cannot afford for s near
-    // 1; the compensated float pair of the vector path took a dependent
-    // chain of 12 operations per entry through the stack here (256 x 1024,
-    // 1 thread: 0.06 -> 0.08 Gelem/s; 0.15 with the exps in double, see
-    // vexp.hpp; a naive loop with expf: 0.16). Its error, below n 2^-53 of
-    // the sum, stays a small fraction of a float ulp up to 2^26 entries a
-    // row.
+  if constexpr (exp_in_double<V>()) {
+    // Where the exponentials come from double (scalar, SSE2: vexp.hpp),
+    // their sum is kept in double too (two chains a row, added at the end),
+    // so that a weight is within three half ulps: its exponential's
+    // rounding, the sum's (a mean of the exponentials'), the division's.
+    // The float partial sums below add a few ulp on rows that a few large
+    // terms dominate, and for scalar a float sum would also round 1 + small,
+    // which log-softmax's log s cannot afford for s near 1. Its error,
+    // below n 2^-53 of the sum, stays a small fraction of a float ulp up to
+    // 2^26 entries a row. Scalar, 256 x 1024, 1 thread, against the
+    // compensated float pair per entry: 0.06 -> 0.08 Gelem/s (0.15 with
+    // the exps in double; a naive loop with expf: 0.16).
     for (int r = 0; r < R; ++r) {
-      double even = 0.0, odd = 0.0;
-      float top = -std::numeric_limits<float>::infinity();
+      DoubleSum<V> even, odd;
+      reg top = V::set1(-std::numeric_limits<float>::infinity());
       std::int64_t j = 0;
-      for (; j + 2 <= n; j += 2) {
+      const auto step = [&](std::int64_t at, DoubleSum<V> &acc) {
+        const reg x0 = V::loadu(x[r] + at);
+        if (TrackMax) top = V::max(top, x0);
+        const reg e0 = exp_of(r, x0);
+        if (store) V::storeu(e[r] + at, e0);
+        acc.add(e0);
+      };
+      for (; j + 2 * W <= n; j += 2 * W) {
         prefetch_next_row(next[r], j);
         prefetch_for_write(w[r], j);
-        const float x0 = x[r][j], x1 = x[r][j + 1];
-        if (TrackMax) top = V::max(V::max(top, x0), x1);
-        const float e0 = exp_of(r, x0), e1 = exp_of(r, x1);
-        if (store) {
-          e[r][j] = e0;
-          e[r][j + 1] = e1;
-        }
-        even += e0;
-        odd += e1;
+        step(j, even);
+        step(j + W, odd);
       }
-      if (j < n) {
-        const float x0 = x[r][j];
+      if (j + W <= n) {
+        step(j, even);
+        j += W;
+      }
+      if (j < n) { // W > 1 only
+        const reg x0 =
+            RowIo<V>::load_tail(x[r] + j, n - j, -std::numeric_limits<float>::infinity());
         if (TrackMax) top = V::max(top, x0);
-        const float e0 = exp_of(r, x0);
-        if (store) e[r][j] = e0;
-        even += e0;
+        const reg e0 = exp_of(r, x0);
+        if (store) RowIo<V>::store_tail(e[r] + j, n - j, e0);
+        odd.add(e0);
       }
-      const double total = even + odd;
+      const double total = even.total() + odd.total();
       sum[r] = static_cast<float>(total);
       sum_lo[r] = static_cast<float>(total - static_cast<double>(sum[r]));
-      if (TrackMax) in_range[r] = below < top && !(kUnshiftedExpMax < top);
+      if (TrackMax)
+        in_range[r] = V::any_lt(V::set1(below), top) && !V::any_lt(V::set1(kUnshiftedExpMax), top);
     }
     return;
   }
