@@ -23,6 +23,9 @@ struct ExpProbe {
   // The bound, in ulp, that the three exps above keep: 2, or half an ulp
   // and a hair where they run in double (SSE2, scalar: see src/vexp.hpp).
   double softmax_exp_ulp;
+  // The bound, in ulp, that exp keeps: 2, or half an ulp and a hair on
+  // scalar, which computes it in double too.
+  double exp_ulp;
 };
 
 // Every instruction set this build compiled.
