@@ -122,6 +122,21 @@ template <bool Clamp> inline __m128 exp_diff_ps_sse2(__m128 a, __m128 b) {
 }
 #endif
 
+// exp(a - b) in double for the instruction sets of exp_in_double (Clamp as
+// exp_diff_double's).
+template <class V, bool Clamp>
+inline typename V::reg exp_diff_in_double(typename V::reg a, typename V::reg b) {
+  if constexpr (V::width == 1) {
+    return exp_diff_double<Clamp>(a, b);
+  } else {
+#if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
+    return typename V::reg(exp_diff_ps_sse2<Clamp>(a, b));
+#else
+    static_assert(V::width == 1, "exp_in_double covers scalar and SSE2 alone");
+#endif
+  }
+}
+
 // exp(r) for |r| <= ln2 / 2 (plus a correction): 1 + (r + r^2 P(r)), the
 // small part formed first so that the result is rounded once at the end.
 template <class V> inline typename V::reg vexp_poly(typename V::reg r) {
@@ -189,7 +204,7 @@ template <class V> inline typename V::reg vexp_corrected(typename V::reg x, type
 // attention, 8 heads, L 256, 1 thread, 4 alternating runs: d 64 7.9-8.8
 // -> 9.0-10.0 GFLOP/s, d 128 8.9-10.4 -> 11.1.)
 template <class V> inline typename V::reg vexp(typename V::reg x) {
-  if constexpr (V::width == 1) return exp_diff_double<true>(x, 0.0f);
+  if constexpr (V::width == 1) return exp_diff_in_double<V, true>(x, V::zero());
   return vexp_reduced<V>(vexp_clamp<V>(x), V::zero());
 }
 
@@ -209,11 +224,7 @@ inline void two_diff(typename V::reg a, typename V::reg b, typename V::reg &s,
 // where a - b itself is inexact. Any a and b; where a - b is -inf or NaN the
 // correction is NaN, and vexp_corrected drops it.
 template <class V> inline typename V::reg vexp_diff(typename V::reg a, typename V::reg b) {
-#if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
-  if constexpr (exp_in_double<V>() && V::width == 4)
-    return typename V::reg(exp_diff_ps_sse2<true>(a, b));
-#endif
-  if constexpr (exp_in_double<V>() && V::width == 1) return exp_diff_double<true>(a, b);
+  if constexpr (exp_in_double<V>()) return exp_diff_in_double<V, true>(a, b);
   typename V::reg s, err;
   two_diff<V>(a, b, s, err);
   return vexp_corrected<V>(s, err);
@@ -227,12 +238,7 @@ template <class V> inline typename V::reg vexp_diff(typename V::reg a, typename 
 constexpr float kShiftedExpFloor = 105.0f, kShiftedExpMaxShift = 65536.0f;
 template <class V>
 inline typename V::reg vexp_shifted(typename V::reg x, typename V::reg m, typename V::reg floor) {
-#if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
-  if constexpr (exp_in_double<V>() && V::width == 4)
-    return typename V::reg(exp_diff_ps_sse2<false>(V::max(floor, x), m));
-#endif
-  if constexpr (exp_in_double<V>() && V::width == 1)
-    return exp_diff_double<false>(V::max(floor, x), m);
+  if constexpr (exp_in_double<V>()) return exp_diff_in_double<V, false>(V::max(floor, x), m);
   typename V::reg s, err;
   two_diff<V>(V::max(floor, x), m, s, err);
   return vexp_reduced<V>(s, err);
@@ -245,12 +251,8 @@ inline typename V::reg vexp_shifted(typename V::reg x, typename V::reg m, typena
 // rounds to 0 anyway. A NaN x stays NaN.
 constexpr float kUnshiftedExpMax = 64.0f;
 template <class V> inline typename V::reg vexp_unshifted(typename V::reg x, typename V::reg floor) {
-#if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
-  if constexpr (exp_in_double<V>() && V::width == 4)
-    return typename V::reg(exp_diff_ps_sse2<false>(V::max(floor, x), V::zero()));
-#endif
-  if constexpr (exp_in_double<V>() && V::width == 1)
-    return exp_diff_double<false>(V::max(floor, x), 0.0f);
+  if constexpr (exp_in_double<V>())
+    return exp_diff_in_double<V, false>(V::max(floor, x), V::zero());
   typename V::reg n, r;
   vexp_split<V>(V::max(floor, x), n, r);
   return vexp_scale<V>(vexp_poly<V>(r), n);
