@@ -319,11 +319,11 @@ template <class V> struct AxisBand {
   // A fresh state at the seed shifts, with nothing stale.
   void reset() const {
     const std::int64_t padded = (width + W - 1) / W * W;
-    for (std::int64_t j = 0; j < padded; ++j) {
-      st.m[j] = mg.seed_m[j];
-      st.limit[j] = mg.seed_limit[j];
-      st.s[j] = 0.0f;
-      st.c[j] = 0.0f;
+    for (std::int64_t j = 0; j < padded; j += W) {
+      V::storeu(st.m + j, V::loadu(mg.seed_m + j));
+      V::storeu(st.limit + j, V::loadu(mg.seed_limit + j));
+      V::storeu(st.s + j, V::zero());
+      V::storeu(st.c + j, V::zero());
     }
     for (std::int64_t v = 0; v < padded / W; ++v) {
       st.exp[v] = mg.seed_exp[v];
