@@ -216,16 +216,17 @@ inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
       // arithmetic of four or more A rows per B vector between requests,
       // the next rows' prefetches alone leave the stream short
       // (NT 4 x 4096 x 4096: 15 -> 20 GB/s, 8 x 4096 x 4096: 8.5 -> 14).
-      if (M >= 4 && (p & 15) == 0 && p + kAhead < p1)
+      if (M >= 4 && (p & 15) == 0 && p + kAhead < p1) {
 #pragma GCC unroll 8
         for (int j = 0; j < J; ++j) __builtin_prefetch(b + j * ldb + p + kAhead, 0, 1);
-          // A's vector is loaded by each of its J FMAs (load_per_use) rather
-          // than once into a register, though B is what streams from memory:
-          // NT 4 x 4096 x 4096, 1 thread, skinny over read GB/s, 3 alternating
-          // runs: 0.72-0.79 -> 0.99-1.11 (2 rows 0.87-0.95 -> 0.91-1.03, 1 row
-          // 0.92-0.98 -> 0.98-1.02, 8 rows 0.63-0.71 either way). The likely
-          // cause: with fewer operations and registers written per B line, more
-          // lines of B are in flight while the FMAs wait for them.
+      }
+      // A's vector is loaded by each of its J FMAs (load_per_use) rather
+      // than once into a register, though B is what streams from memory:
+      // NT 4 x 4096 x 4096, 1 thread, skinny over read GB/s, 3 alternating
+      // runs: 0.72-0.79 -> 0.99-1.11 (2 rows 0.87-0.95 -> 0.91-1.03, 1 row
+      // 0.92-0.98 -> 0.98-1.02, 8 rows 0.63-0.71 either way). The likely
+      // cause: with fewer operations and registers written per B line, more
+      // lines of B are in flight while the FMAs wait for them.
 #pragma GCC unroll 8
       for (int i = 0; i < M; ++i)
 #pragma GCC unroll 8
