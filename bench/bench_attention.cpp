@@ -472,7 +472,7 @@ void register_attention_benchmarks() {
   for (const AttnShape &s : window_shapes()) shapes.push_back(s);
   for (const AttnShape &s : decode_shapes()) shapes.push_back(s);
   for (const AttnShape &s : shapes) {
-    for (int threads : {1, 2}) {
+    for (int threads : bench_thread_counts()) {
       for (int impl : {kAttnkern, kUnfused}) {
         if (impl == kUnfused && !s.has_unfused()) continue;
         const std::string name = std::string(s.kind()) + "/" + kImplNames[impl] + "/" + s.label() +
@@ -486,7 +486,7 @@ void register_attention_benchmarks() {
       }
     }
   }
-  for (int threads : {1, 2}) {
+  for (int threads : bench_thread_counts()) {
     const std::string t = "/256MiB/threads:" + std::to_string(threads);
     benchmark::RegisterBenchmark(("membw/read" + t).c_str(), BM_membw, threads)
         ->Unit(benchmark::kMillisecond)

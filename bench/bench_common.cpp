@@ -125,6 +125,28 @@ double agree_tolerance() {
   return tol;
 }
 
+const std::vector<int> &bench_thread_counts() {
+  static const std::vector<int> counts = [] {
+    std::vector<int> v;
+    if (const char *s = std::getenv("AK_BENCH_THREADS")) {
+      while (*s != '\0') {
+        char *end = nullptr;
+        const long t = std::strtol(s, &end, 10);
+        if (end == s) { // not a number: skip one character
+          ++s;
+          continue;
+        }
+        if (t > 0 && t <= 1024 && std::find(v.begin(), v.end(), t) == v.end())
+          v.push_back(static_cast<int>(t));
+        s = end;
+      }
+    }
+    if (v.empty()) v = {1, 2};
+    return v;
+  }();
+  return counts;
+}
+
 void set_threads(int threads) {
   ak_set_num_threads(threads);
   peers::openblas_set_threads(threads);

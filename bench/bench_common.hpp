@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace akb {
 
@@ -62,6 +63,12 @@ double agree_tolerance();
 // (ak_set_num_threads), OpenBLAS (openblas_set_num_threads) and the OpenMP
 // runtime that oneDNN and the scalar softmax use (omp_set_num_threads).
 void set_threads(int threads);
+
+// The thread counts every benchmark runs at: 1 and 2 (this project's 2-core
+// machines), or the comma-separated list in AK_BENCH_THREADS (e.g. "1,4,16"
+// on a larger machine). Entries that are not positive integers are skipped;
+// an empty result falls back to 1 and 2.
+const std::vector<int> &bench_thread_counts();
 
 // Call before the timed loop of a benchmark of `impl` with `threads` (and
 // after any untimed call of `impl`). When the thread pool used last belongs to

@@ -147,7 +147,7 @@ void register_peak_benchmarks() {
 #if defined(__x86_64__)
   for (const PeakKernel &kernel : kKernels) {
     if (!ak_isa_supported(kernel.isa)) continue;
-    for (int threads : {1, 2}) {
+    for (int threads : bench_thread_counts()) {
       const std::string name =
           std::string("peak/fma/") + kernel.isa + "/threads:" + std::to_string(threads);
       benchmark::RegisterBenchmark(name.c_str(), BM_peak, kernel, threads)

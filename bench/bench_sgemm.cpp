@@ -420,7 +420,7 @@ double min_time_for(double flops) { return flops >= 1e9 ? 0.5 : 0.25; }
 void register_sgemm_benchmarks() {
   const std::vector<GemmShape> shapes = gemm_shapes();
   for (const GemmShape &s : shapes) {
-    for (int threads : {1, 2}) {
+    for (int threads : bench_thread_counts()) {
       for (int i = 0; i < 3; ++i) {
         const std::string name = std::string("sgemm/") + impl_name(kImpls[i]) + "/" + s.label +
                                  "/threads:" + std::to_string(threads);
@@ -451,7 +451,7 @@ void register_sgemm_benchmarks() {
   }
 
   for (const BatchShape &s : kBatchShapes) {
-    for (int threads : {1, 2}) {
+    for (int threads : bench_thread_counts()) {
       for (int i = 0; i < 2; ++i) {
         const std::string name = std::string("sgemm_batched/") + impl_name(kBatchedImpls[i]) + "/" +
                                  s.label() + "/threads:" + std::to_string(threads);

@@ -37,7 +37,6 @@ struct SoftmaxShape {
 
 constexpr SoftmaxShape kShapes[] = {{128, 128}, {1024, 1024}, {4096, 4096}, {16, 32768}};
 constexpr Impl kImpls[] = {Impl::attnkern, Impl::onednn, Impl::scalar};
-constexpr int kThreadCounts[] = {1, 2};
 
 // Input, output and the oneDNN primitives (bound to those buffers) of one
 // shape, built on first use and kept for the whole run (as for sgemm).
@@ -357,7 +356,7 @@ const VariantVerdict &variant_verdict(int variant, const SoftmaxShape &s, int th
   Work &w = work_for(s);
   const Buffer ref = variant_reference(variant, s, w.x.data());
   Buffer out(s.size());
-  for (int t : kThreadCounts) {
+  for (int t : bench_thread_counts()) {
     set_threads(t);
     VariantVerdict v;
     char msg[400];
@@ -412,7 +411,7 @@ void configure(benchmark::internal::Benchmark *b) {
 
 void register_softmax_benchmarks() {
   for (const SoftmaxShape &s : kShapes) {
-    for (int threads : kThreadCounts) {
+    for (int threads : bench_thread_counts()) {
       const std::string tail = "/" + s.label() + "/threads:" + std::to_string(threads);
       for (int i = 0; i < 3; ++i) {
         const std::string name = std::string("softmax/") + impl_name(kImpls[i]) + tail;
@@ -425,7 +424,7 @@ void register_softmax_benchmarks() {
       }
     }
   }
-  for (int threads : kThreadCounts) {
+  for (int threads : bench_thread_counts()) {
     for (int i = 0; i < 3; ++i) {
       const std::string name = std::string("softmax/") + impl_name(kImpls[i]) + "/" +
                                kColdShape.label() + "_cold/threads:" + std::to_string(threads);

@@ -888,10 +888,15 @@ def batched_table(entries, has_cv, pk):
 
 
 def scaling_table(entries):
-    """2-thread / 1-thread GFLOP/s per implementation, sgemm shapes with
-    m·n·k >= 512³ (the skinny ones aside: they are bound by memory)."""
+    """GFLOP/s at t threads / at 1 thread per implementation, for every thread
+    count t > 1 in the run, sgemm shapes with m·n·k >= 512³ (the skinny ones
+    aside: they are bound by memory)."""
     impls = SGEMM_IMPLS
-    head = ["shape", "m×n×k", "op"] + [f"{PRETTY[i]} 2 thr / 1 thr" for i in impls]
+    counts = sorted({t for (k, _, t) in entries if k == "sgemm" and t > 1})
+    if 1 not in {t for (k, _, t) in entries if k == "sgemm"} or not counts:
+        return []
+    head = ["shape", "m×n×k", "op"] + [f"{PRETTY[i]} {t} thr / 1 thr"
+                                       for t in counts for i in impls]
     lines = header(head, 3)
     rows = []
     done = set()
@@ -899,16 +904,19 @@ def scaling_table(entries):
         if kind != "sgemm" or shape in done or sgemm_group(shape) == "skinny":
             continue
         done.add(shape)
-        one, two = entries.get(("sgemm", shape, 1)), entries.get(("sgemm", shape, 2))
-        if not one or not two:
+        one = entries.get(("sgemm", shape, 1))
+        many = [entries.get(("sgemm", shape, t)) for t in counts]
+        if not one or not all(many):
             continue
-        label = row_label(one) or row_label(two)
+        label = row_label(one)
         mnk = sgemm_mnk(label)
         if mnk is None or mnk[0] * mnk[1] * mnk[2] < 512 ** 3:
             continue
         _, v1 = values(one, impls, "flops", 1e9)
-        _, v2 = values(two, impls, "flops", 1e9)
-        rs = [ratio(b, a) for a, b in zip(v1, v2)]
+        rs = []
+        for by_t in many:
+            _, vt = values(by_t, impls, "flops", 1e9)
+            rs += [ratio(b, a) for a, b in zip(v1, vt)]
         lines.append("| " + " | ".join([shape, *sgemm_shape_cols(shape, label)] +
                                        [fmt_x(r) for r in rs]) + " |")
         rows.append(rs)
@@ -918,7 +926,7 @@ def scaling_table(entries):
     if sel:
         lines.append("| " + " | ".join([f"**geomean** ({len(sel)})", "", ""] +
                                        [fmt_x(geomean([r[j] for r in sel]))
-                                        for j in range(len(impls))]) + " |")
+                                        for j in range(len(counts) * len(impls))]) + " |")
     return lines
 
 
@@ -971,7 +979,7 @@ def render(context, entries, reps):
         section("### SGEMM batched (ak_sgemm_strided_batched vs a loop of single calls; "
                 "GFLOP/s = batch·2mnk / real time)", batched_table(entries, has_cv, pk))
     if "sgemm" in kinds:
-        section("### SGEMM thread scaling (GFLOP/s at 2 threads / at 1 thread, m·n·k ≥ 512³)",
+        section("### SGEMM thread scaling (GFLOP/s at t threads / at 1 thread, m·n·k ≥ 512³)",
                 scaling_table(entries))
     if "softmax" in kinds:
         cold = any(k == "softmax" and s.endswith(COLD_SUFFIX) for (k, s, _) in entries)

@@ -1,0 +1,544 @@
+#!/usr/bin/env python3
+"""attnkern against PyTorch's CPU kernels, in one process, on the same memory.
+
+    AK_LIBRARY=build-rel/libattnkern.so python3 bench/torch_peer.py --threads 1,2,4,8,16
+    python3 bench/torch_peer.py --lib build-rel/libattnkern.so --quick --out torch.md
+    python3 bench/torch_peer.py --tables softmax --threads 1,4,16 --reps 7
+
+What it measures (batch 1, fp32, contiguous [batch, heads, seq, dim]):
+
+  prefill  torch.nn.functional.scaled_dot_product_attention against
+           ak_attention, 8 heads, head_dim 64 and 128, L = 1024 and 4096,
+           no mask and causal (top-left, which is what SDPA's is_causal means).
+           GFLOP/s count 2*L*L*(d+d) per head (q k^T and p v), halved for
+           causal: the useful work, the same count for both libraries.
+  decode   q_len 1, 32 query heads, head_dim 128, kv_len 8192 and 32768, 32 kv
+           heads (MHA) and 8 (GQA). GB/s count K and V read once:
+           kv_heads*kv_len*128*4*2 bytes. GQA uses SDPA's enable_gqa=True
+           (torch >= 2.5); an older torch gets K and V repeat_interleave'd to 32
+           heads outside the timed region (it then reads 4x the bytes counted,
+           and the table says so).
+  softmax  rows x cols 1024x1024, 4096x4096, 16x32768, over the last axis.
+           GB/s count one read and one write: 2*rows*cols*4 bytes. torch runs
+           torch.softmax(x, -1, out=y) so that neither side allocates (and page
+           faults) its output per call; a torch that refuses out= falls back to
+           the allocating torch.softmax(x, -1), noted under the table.
+
+Both libraries are handed the very same input buffers (torch.from_numpy shares
+the numpy memory), so the inputs are identical. Per case and thread count each
+side is called once as a warm-up and the two outputs are compared: max |ak -
+torch| / max |torch| must be <= 1e-4 (attention) or 1e-5 (softmax), else the
+case is reported as FAIL and the script exits 1 at the end (the timings are
+still taken and printed). Then `--reps` samples are taken of each, alternating
+attnkern, torch, attnkern, torch... so that drift in the machine's speed hits
+both alike, with a 50 ms pause before each sample because both OpenMP runtimes
+(attnkern's libgomp and the one torch ships) keep their threads spinning for a
+while after a parallel region and would steal cores from the other. A sample
+is the mean time per call over as many calls as last >= --min-time (0.2 s);
+the median of the samples is reported. Both libraries are called through
+Python, each paying its per-call overhead (the attnkern binding's argument
+checks and descriptor, ~10 us; torch's dispatcher, similar): noise for
+attention, but visible for softmax 1024x1024 at high thread counts, where a
+call takes well under a millisecond.
+
+The 50 ms pause covers libgomp (what attnkern and torch's pip wheels use),
+whose threads spin well under that. A torch linked to Intel's libiomp5 (some
+conda builds) spins for KMP_BLOCKTIME = 200 ms by default: run those with
+KMP_BLOCKTIME=0.
+
+Thread counts are set on both sides for each run: torch.set_num_threads(t) and
+attnkern's ak_set_num_threads(t) (attnkern passes its count to every parallel
+region itself, so torch's omp_set_num_threads does not change it).
+
+Needs numpy and torch (CPU build is enough); attnkern is reached through the
+ctypes binding in capi/examples/python/attnkern.py, which finds the library
+from --lib, else $AK_LIBRARY, else the system's search path. Progress goes to
+stderr, the Markdown report to stdout (and to --out).
+"""
+
+import argparse
+import datetime
+import math
+import os
+import shlex
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "capi", "examples", "python"))
+
+# The pause before each sample, letting the other runtime's spinning threads
+# go to sleep (libgomp's default spin is well under this; see the docstring
+# for Intel's libiomp5).
+SWITCH_PAUSE_S = 0.05
+ATTENTION_TOL = 1e-4
+SOFTMAX_TOL = 1e-5
+SEED = 20240611
+
+
+# ----------------------------------------------------------------- arguments
+def parse_threads(text):
+    try:
+        counts = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma list of integers: {text!r}")
+    if not counts or any(t < 1 for t in counts):
+        raise argparse.ArgumentTypeError(f"thread counts must be >= 1: {text!r}")
+    return counts
+
+
+def positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1: {text!r}")
+    return value
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        description="attnkern vs PyTorch CPU attention and softmax, same process.")
+    p.add_argument("--threads", type=parse_threads, default=parse_threads("1,2"),
+                   help="comma list of thread counts (default 1,2)")
+    p.add_argument("--reps", type=positive_int, default=5,
+                   help="timed samples per implementation; the median is reported "
+                        "(default 5)")
+    p.add_argument("--min-time", type=float, default=0.2,
+                   help="seconds of calls per sample (default 0.2)")
+    p.add_argument("--lib", default=None,
+                   help="path to libattnkern (default: $AK_LIBRARY, else the system's)")
+    p.add_argument("--out", default=None, help="also write the Markdown report here")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer shapes: L = 1024 only, kv_len = 8192 only")
+    p.add_argument("--tables", default="prefill,decode,softmax",
+                   help="comma list of the tables to run (default prefill,decode,softmax)")
+    args = p.parse_args(argv)
+    args.tables = set(t.strip() for t in args.tables.split(",") if t.strip())
+    unknown = args.tables - {"prefill", "decode", "softmax"}
+    if unknown or not args.tables:
+        p.error(f"--tables takes prefill, decode and softmax, not {sorted(unknown) or 'nothing'}")
+    return args
+
+
+# ------------------------------------------------------------------- imports
+def import_peers(lib_path):
+    """numpy, torch and the loaded attnkern binding, or exit with the reason."""
+    try:
+        import numpy as np
+    except ImportError:
+        sys.exit("torch_peer.py needs numpy")
+    # torch before libattnkern: torch's wheels bring their own libgomp (and
+    # MKL/oneDNN), attnkern links the system's; importing torch first is the
+    # usual order for a native extension loaded beside it.
+    try:
+        import torch
+        import torch.nn.functional  # noqa: F401  (the SDPA entry point)
+    except ImportError:
+        sys.exit("torch_peer.py needs torch (a CPU build is enough)")
+    import attnkern
+    try:
+        ak = attnkern.load(lib_path)
+    except OSError as e:
+        sys.exit(f"cannot load libattnkern: {e}\n"
+                 "pass --lib build-rel/libattnkern.so or set AK_LIBRARY")
+    return np, torch, attnkern, ak
+
+
+# --------------------------------------------------------------- environment
+def parallel_summary(torch):
+    """The top-level lines of torch.__config__.parallel_info() (OpenMP, MKL,
+    oneDNN versions, the ATen backend) plus the thread variables that are set;
+    the per-library thread counts under them describe the state at start-up
+    only, so they are left out."""
+    try:
+        info = torch.__config__.parallel_info()
+    except Exception as e:  # pragma: no cover - depends on the torch build
+        return [f"(parallel_info failed: {e})"]
+    keep = []
+    for line in info.splitlines():
+        if not line.strip() or line.strip() in ("ATen/Parallel:", "Environment variables:"):
+            continue
+        if line[0].isspace():
+            # "\tOMP_NUM_THREADS : [not set]": keep only the variables that are set.
+            if "_THREADS" in line and "[not set]" not in line:
+                keep.append(line.strip())
+            continue
+        keep.append(line.strip())
+    return keep
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or "unknown"
+
+
+def flag(fn):
+    """Call a torch.backends probe; 'n/a' where this torch lacks it."""
+    try:
+        return str(fn())
+    except Exception:
+        return "n/a"
+
+
+def header_lines(np, torch, ak, args_line):
+    backends = torch.backends
+    cpu_cap = getattr(getattr(backends, "cpu", None), "get_cpu_capability", None)
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except AttributeError:
+        affinity = "n/a"
+    lines = [
+        "# attnkern vs PyTorch (CPU, fp32, same process)",
+        "",
+        f"- date (UTC): {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}",
+        f"- CPU: {cpu_model()}; os.cpu_count() = {os.cpu_count()}, "
+        f"usable by this process = {affinity}",
+        f"- torch {torch.__version__}; mkldnn (oneDNN) available: "
+        f"{flag(lambda: backends.mkldnn.is_available())}; MKL available: "
+        f"{flag(lambda: backends.mkl.is_available())}; CPU capability: "
+        f"{flag(cpu_cap) if cpu_cap else 'n/a'}",
+        f"- torch parallel_info: {'; '.join(parallel_summary(torch))}",
+        f"- attnkern {ak.version}, ISA {ak.get_isa()}, library {ak.path}",
+        f"- numpy {np.__version__}; Python {sys.version.split()[0]}",
+        f"- command: `{args_line}`",
+    ]
+    return lines
+
+
+# -------------------------------------------------------------------- timing
+def time_sample(fn, min_time):
+    """Mean seconds per call over as many calls as last >= min_time."""
+    calls = 0
+    start = time.perf_counter()
+    while True:
+        fn()
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_time:
+            return elapsed / calls
+
+
+def median_times(fns, reps, min_time):
+    """Median seconds per call of each fn, sampled in turn (A, B, A, B, ...);
+    each sample follows a pause so the previous runtime's threads stop spinning."""
+    samples = [[] for _ in fns]
+    for _ in range(reps):
+        for i, fn in enumerate(fns):
+            time.sleep(SWITCH_PAUSE_S)
+            samples[i].append(time_sample(fn, min_time))
+    return [statistics.median(s) for s in samples]
+
+
+def rel_diff(np, got, ref):
+    """max |got - ref| / max |ref| (NaN anywhere gives NaN, which fails)."""
+    got = np.asarray(got, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    diff = float(np.max(np.abs(got - ref)))
+    scale = float(np.max(np.abs(ref)))
+    return diff / scale if scale > 0 else diff
+
+
+# --------------------------------------------------------------------- cases
+class Case:
+    """One shape: cells (the row's leading columns), work per call (flops or
+    bytes), two callables returning their outputs (their closures hold the
+    shared input buffers), the tolerance and the torch call used."""
+
+    def __init__(self, table, cells, work, run_ak, run_torch, tol, torch_call=""):
+        self.table = table
+        self.cells = cells
+        self.work = work
+        self.run_ak = run_ak
+        self.run_torch = run_torch
+        self.tol = tol
+        self.torch_call = torch_call
+
+    @property
+    def label(self):
+        return f"{self.table} " + " ".join(str(c) for c in self.cells)
+
+
+def randn(np, rng, shape):
+    return rng.standard_normal(shape, dtype=np.float32)
+
+
+def prefill_case(np, torch, ak, attnkern, rng, d, L, causal):
+    heads = 8
+    q, k, v = (randn(np, rng, (1, heads, L, d)) for _ in range(3))
+    out = np.empty_like(q)
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    mask = attnkern.Mask.CAUSAL_TOP_LEFT if causal else attnkern.Mask.NONE
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def run_ak():
+        return ak.attention(q, k, v, mask=mask, out=out)
+
+    def run_torch():
+        return sdpa(tq, tk, tv, is_causal=causal)
+
+    flops = heads * 2.0 * L * L * (d + d) * (0.5 if causal else 1.0)
+    return Case("prefill", [d, L, "causal" if causal else "none"], flops,
+                run_ak, run_torch, ATTENTION_TOL,
+                "sdpa(q, k, v, is_causal=...) against attention(q, k, v, "
+                "mask=Mask.CAUSAL_TOP_LEFT or Mask.NONE)")
+
+
+def sdpa_has_enable_gqa(torch):
+    """Whether this torch's SDPA takes enable_gqa (added in torch 2.5)."""
+    q = torch.zeros(1, 4, 1, 8)
+    kv = torch.zeros(1, 2, 3, 8)
+    try:
+        torch.nn.functional.scaled_dot_product_attention(q, kv, kv, enable_gqa=True)
+    except TypeError:
+        return False
+    return True
+
+
+def decode_case(np, torch, ak, rng, kv_len, kv_heads, has_gqa):
+    heads, d = 32, 128
+    q = randn(np, rng, (1, heads, 1, d))
+    k = randn(np, rng, (1, kv_heads, kv_len, d))
+    v = randn(np, rng, (1, kv_heads, kv_len, d))
+    out = np.empty_like(q)
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    group = heads // kv_heads
+
+    def run_ak():
+        return ak.attention(q, k, v, num_kv_heads=kv_heads, out=out)
+
+    if group == 1:
+        torch_call = "sdpa"
+
+        def run_torch():
+            return sdpa(tq, tk, tv)
+    elif has_gqa:
+        torch_call = "sdpa(enable_gqa=True)"
+
+        def run_torch():
+            return sdpa(tq, tk, tv, enable_gqa=True)
+    else:
+        # Query head h reads kv head h // group in attnkern; repeat_interleave
+        # lays the copies out in that same order. Done here, untimed.
+        rk = tk.repeat_interleave(group, dim=1)
+        rv = tv.repeat_interleave(group, dim=1)
+        torch_call = f"sdpa on K/V repeat_interleave'd x{group} (untimed; reads {group}x)"
+
+        def run_torch():
+            return sdpa(tq, rk, rv)
+
+    kv_bytes = kv_heads * kv_len * d * 4 * 2
+    return Case("decode", [f"{heads}/{kv_heads}", kv_len], kv_bytes,
+                run_ak, run_torch, ATTENTION_TOL, torch_call)
+
+
+def softmax_out_works(torch):
+    """Whether torch.softmax takes out= (aten::softmax.int_out)."""
+    x = torch.zeros(2, 3)
+    y = torch.empty(2, 3)
+    try:
+        torch.softmax(x, -1, out=y)
+    except (TypeError, RuntimeError):
+        return False
+    return True
+
+
+def softmax_case(np, torch, ak, rng, rows, cols, use_out):
+    x = randn(np, rng, (rows, cols))
+    y = np.empty_like(x)
+    tx = torch.from_numpy(x)
+    ty = torch.empty(rows, cols, dtype=torch.float32)
+
+    def run_ak():
+        return ak.softmax(x, out=y)
+
+    if use_out:
+        torch_call = "torch.softmax(x, -1, out=y)"
+
+        def run_torch():
+            return torch.softmax(tx, -1, out=ty)
+    else:
+        torch_call = "torch.softmax(x, -1), allocating (this torch refuses out=)"
+
+        def run_torch():
+            return torch.softmax(tx, -1)
+
+    return Case("softmax", [f"{rows}x{cols}"], 2.0 * rows * cols * 4,
+                run_ak, run_torch, SOFTMAX_TOL, torch_call)
+
+
+def case_builders(np, torch, ak, attnkern, quick):
+    """One (table, build()) per case, in report order; build() allocates the inputs,
+    so only one case's buffers (up to ~1 GiB for decode at 32768) live at a
+    time."""
+    rng = np.random.default_rng(SEED)
+    lengths = [1024] if quick else [1024, 4096]
+    kv_lengths = [8192] if quick else [8192, 32768]
+    has_gqa = sdpa_has_enable_gqa(torch)
+    use_out = softmax_out_works(torch)
+    builders = []
+    for d in (64, 128):
+        for L in lengths:
+            for causal in (False, True):
+                builders.append(("prefill", lambda d=d, L=L, c=causal:
+                                prefill_case(np, torch, ak, attnkern, rng, d, L, c)))
+    for kv_len in kv_lengths:
+        for kv_heads in (32, 8):
+            builders.append(("decode", lambda n=kv_len, h=kv_heads:
+                             decode_case(np, torch, ak, rng, n, h, has_gqa)))
+    for rows, cols in ((1024, 1024), (4096, 4096), (16, 32768)):
+        builders.append(("softmax", lambda r=rows, c=cols:
+                         softmax_case(np, torch, ak, rng, r, c, use_out)))
+    return builders
+
+
+# ------------------------------------------------------------------ measuring
+def set_threads(torch, ak, t):
+    torch.set_num_threads(t)
+    ak.set_num_threads(t)
+    got = (torch.get_num_threads(), ak.get_num_threads())
+    if got != (t, t):
+        progress(f"warning: asked for {t} threads, torch has {got[0]}, attnkern {got[1]}")
+
+
+def progress(text):
+    print(text, file=sys.stderr, flush=True)
+
+
+def measure(np, torch, ak, case, t, reps, min_time):
+    """One row: warm-up calls that double as the agreement check, then the
+    alternating samples. Returns a dict for the report."""
+    set_threads(torch, ak, t)
+    got = case.run_ak()
+    time.sleep(SWITCH_PAUSE_S)
+    ref = case.run_torch()
+    err = rel_diff(np, got, ref.numpy())
+    ok = err <= case.tol  # False for NaN too
+    if not ok:
+        progress(f"FAIL {case.label} threads {t}: max rel diff {err:.3g} > {case.tol:g}")
+    t_ak, t_torch = median_times([case.run_ak, case.run_torch], reps, min_time)
+    row = {"table": case.table, "cells": case.cells, "threads": t,
+           "ak": case.work / t_ak, "torch": case.work / t_torch,
+           "ratio": t_torch / t_ak, "err": err, "ok": ok,
+           "torch_call": case.torch_call}
+    unit = "GFLOP/s" if case.table == "prefill" else "GB/s"
+    progress(f"{case.label} threads {t}: attnkern {row['ak'] / 1e9:.1f} {unit}, "
+             f"torch {row['torch'] / 1e9:.1f} {unit}, ratio {row['ratio']:.2f}, "
+             f"rel diff {err:.2g}{'' if ok else ' FAIL'}")
+    return row
+
+
+def run_all(np, torch, ak, attnkern, args):
+    rows = []
+    with torch.no_grad():
+        for table, build in case_builders(np, torch, ak, attnkern, args.quick):
+            if table not in args.tables:
+                continue
+            case = build()
+            for t in args.threads:
+                rows.append(measure(np, torch, ak, case, t, args.reps, args.min_time))
+            del case  # free this case's buffers before the next allocates
+    return rows
+
+
+# -------------------------------------------------------------------- report
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+TABLES = {
+    # table: (title, leading column names, unit)
+    "prefill": ("Prefill (8 heads, batch 1): GFLOP/s of useful work",
+                ["d", "L", "mask"], "GFLOP/s"),
+    "decode": ("Decode (q_len 1, head_dim 128, no mask): GB/s of K and V read once",
+               ["heads/kv heads", "kv_len"], "GB/s"),
+    "softmax": ("Softmax over the last axis: GB/s of one read and one write",
+                ["shape"], "GB/s"),
+}
+
+
+def fmt_row(cells):
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def table_lines(name, rows, thread_counts):
+    title, lead, unit = TABLES[name]
+    rows = [r for r in rows if r["table"] == name]
+    if not rows:
+        return []
+    # A column for the torch call only where it differs between rows.
+    calls = sorted({r["torch_call"] for r in rows})
+    call_col = len(calls) > 1
+    head = lead + ["threads", f"attnkern {unit}", f"torch {unit}",
+                   "attnkern/torch", "max rel diff"] + (["torch call"] if call_col else [])
+    lines = [f"## {title}", "", fmt_row(head), fmt_row(["---"] * len(head))]
+    for r in rows:
+        cells = r["cells"] + [r["threads"], f"{r['ak'] / 1e9:.1f}",
+                              f"{r['torch'] / 1e9:.1f}", f"{r['ratio']:.2f}",
+                              f"{r['err']:.1e}" + ("" if r["ok"] else " **FAIL**")]
+        lines.append(fmt_row(cells + ([r["torch_call"]] if call_col else [])))
+    for t in thread_counts:
+        sel = [r for r in rows if r["threads"] == t]
+        if not sel:
+            continue
+        cells = [f"**geomean {t} thr** ({len(sel)})"] + [""] * (len(lead) - 1)
+        cells += [t, f"{geomean([r['ak'] for r in sel]) / 1e9:.1f}",
+                  f"{geomean([r['torch'] for r in sel]) / 1e9:.1f}",
+                  f"**{geomean([r['ratio'] for r in sel]):.2f}**", ""]
+        lines.append(fmt_row(cells + ([""] if call_col else [])))
+    if not call_col and calls[0]:
+        lines += ["", f"torch call: {calls[0]}"]
+    if name != "softmax":
+        lines += ["", "sdpa = torch.nn.functional.scaled_dot_product_attention"]
+    lines.append("")
+    return lines
+
+
+def report(header, rows, thread_counts):
+    lines = header + [""]
+    for name in TABLES:
+        lines += table_lines(name, rows, thread_counts)
+    failed = [r for r in rows if not r["ok"]]
+    if failed:
+        lines.append(f"**FAIL**: {len(failed)} row(s) disagree beyond tolerance "
+                     f"(attention {ATTENTION_TOL:g}, softmax {SOFTMAX_TOL:g}).")
+    else:
+        lines.append(f"All outputs agree (max |attnkern - torch| / max |torch| <= "
+                     f"{ATTENTION_TOL:g} attention, {SOFTMAX_TOL:g} softmax).")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    np, torch, attnkern, ak = import_peers(args.lib)
+    args_line = " ".join(shlex.quote(a) for a in [sys.executable, sys.argv[0]] + argv)
+    if os.environ.get("AK_LIBRARY"):
+        args_line = f"AK_LIBRARY={shlex.quote(os.environ['AK_LIBRARY'])} {args_line}"
+    header = header_lines(np, torch, ak, args_line)
+    progress("\n".join(header))
+    rows = run_all(np, torch, ak, attnkern, args)
+    text = report(header, rows, args.threads)
+    print(text, end="", flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+        progress(f"wrote {args.out}")
+    failed = [r for r in rows if not r["ok"]]
+    if failed:
+        for r in failed:
+            progress(f"FAIL {r['table']} {' '.join(map(str, r['cells']))} "
+                     f"threads {r['threads']}: max rel diff {r['err']:.3g}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
