@@ -1,5 +1,6 @@
-// Bit-identical results for 1, 2 and 3 threads (DESIGN.md: no reduction is
-// split by thread count), on every instruction set.
+// Bit-identical results for 1, 2, 3, 4 and 8 threads (DESIGN.md: no
+// reduction is split by thread count), on every instruction set. Teams of
+// more than two run SGEMM's column groups (gemm_driver.hpp's plan_gemm).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,10 +13,11 @@ namespace {
 
 class Determinism : public PerIsa {
 protected:
-  // Runs `fn` (which fills `out`) with 1, 2 and 3 threads; all must agree.
+  // Runs `fn` (which fills `out`) with 1, 2, 3, 4 and 8 threads; all must
+  // agree.
   template <class F> void expect_same_for_thread_counts(F fn, std::size_t n) {
     std::vector<float> first;
-    for (int threads : {1, 2, 3}) {
+    for (int threads : {1, 2, 3, 4, 8}) {
       ASSERT_EQ(ak_set_num_threads(threads), AK_OK);
       std::vector<float> out(n);
       fn(out.data());
@@ -39,13 +41,15 @@ TEST_P(Determinism, Sgemm) {
   // barrier: by rows (100 x 100 x 100, 203 x 96 x 200, 150 x 128 x 64) or,
   // with few rows, by columns (30 x 200 x 100); those 33-64 and 97-128 wide
   // run on AVX-512's 6 x 64 tile on one thread, on the 12 x 32 tile on
-  // several: the same arithmetic per element.
+  // several: the same arithmetic per element. 64 x 2100 x 520: a panel too
+  // wide for one thread's share of L2, cut into 3, 4 or 8 column groups.
   for (const Shape s : {Shape{517, 33, 700, false, false}, Shape{13, 1500, 300, false, true},
                         Shape{300, 301, 1100, true, false}, Shape{257, 263, 129, true, true},
                         Shape{100, 100, 100, false, false}, Shape{100, 64, 700, false, false},
                         Shape{90, 50, 600, true, true}, Shape{70, 128, 600, false, true},
                         Shape{203, 96, 200, false, false}, Shape{150, 128, 64, true, true},
-                        Shape{30, 200, 100, false, true}}) {
+                        Shape{30, 200, 100, false, true}, Shape{64, 2100, 520, false, false},
+                        Shape{64, 2100, 520, true, true}}) {
     const auto a = random_normal(static_cast<std::size_t>(s.m * s.k), 1);
     const auto b = random_normal(static_cast<std::size_t>(s.k * s.n), 2);
     const auto c0 = random_normal(static_cast<std::size_t>(s.m * s.n), 3);

@@ -19,6 +19,7 @@
 // decide which thread computes a tile, not how.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -51,8 +52,12 @@ struct GemmPlan {
   std::int64_t kc, nc, mc; // block sizes actually used
   std::int64_t n_ic;       // MC blocks along m
   std::int64_t n_parts;    // pieces each NC panel's slivers are dealt into
+  bool grouped;            // each thread keeps to one piece (column group)
   int threads;
 };
+
+// Column groups of a team of more than two: at most this many.
+constexpr std::int64_t kMaxColumnGroups = 64;
 
 template <class Cfg> GemmPlan plan_gemm(const GemmArgs &g, int threads) {
   constexpr int NR = Cfg::nv * Cfg::width;
@@ -73,18 +78,48 @@ template <class Cfg> GemmPlan plan_gemm(const GemmArgs &g, int threads) {
   const bool column_split = g.k <= kc_max && g.n <= Cfg::nc && ceil_div(g.n, NR) >= 2;
   p.threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, column_split ? 2.5e5 : 5.0e5);
   const int t = p.threads;
-  // Row blocks: at most MC rows; with a team, small enough that there are
-  // about 16 per thread, so that dynamic scheduling evens out the tail of
-  // each k block (and a thread slowed by anything else on its core): with
-  // 4 per thread, 2-thread 512^3-2048^3 measured 3-8% slower.
   const std::int64_t row_slivers = ceil_div(g.m, Cfg::mr);
+  const std::int64_t slivers = ceil_div(p.nc, NR);
+  // Teams of more than two: the panel's slivers are cut into column groups
+  // that divide the team, thread i working in group i % groups (and helping
+  // the others once its own is done, sgemm_one), so that each thread reads
+  // only its group's slivers of B: few enough to stay in its L2
+  // (b_share_bytes) and, with fewer groups, enough row slivers for each of
+  // a group's threads. Before, every thread took row blocks of the whole
+  // panel and so read all of it (1-2 MiB at 512^3-1024^3) from other cores'
+  // caches and, past its L2, from L3 again for every row block. 16 threads
+  // of a 16-core Xeon (bench/README.md), GFLOP/s, one run before, three
+  // after: 512^3 616 -> 736-976, 1024^3 785 -> 795-1058, 2048^3 907 ->
+  // 1066-1464, 1024^3 NT 862 -> 1087-1201, 4096 x 4096 x 128 NT 1035 ->
+  // 1293-1549. Two threads keep the plan they were tuned with here.
+  std::int64_t row_team = t;
+  p.grouped = t > 2;
+  if (p.grouped) {
+    const std::int64_t sliver_bytes = p.kc * NR * 4;
+    std::int64_t groups = 0, fallback = 1;
+    for (std::int64_t d = 1; d <= min64(t, min64(slivers, kMaxColumnGroups)); ++d) {
+      if (t % d != 0) continue;
+      fallback = d;
+      if (ceil_div(slivers, d) * sliver_bytes <= Cfg::b_share_bytes && row_slivers >= 2 * (t / d)) {
+        groups = d;
+        break;
+      }
+    }
+    p.n_parts = groups > 0 ? groups : fallback;
+    row_team = t / p.n_parts;
+  }
+  // Row blocks: at most MC rows; with a team, small enough that there are
+  // about 16 per thread (of a column group), so that dynamic scheduling
+  // evens out the tail of each k block (and a thread slowed by anything
+  // else on its core): with 4 per thread, 2-thread 512^3-2048^3 measured
+  // 3-8% slower.
   std::int64_t group = Cfg::mc / Cfg::mr;
-  if (t > 1) group = max64(1, min64(group, ceil_div(row_slivers, 16 * t)));
+  if (t > 1) group = max64(1, min64(group, ceil_div(row_slivers, 16 * row_team)));
   p.mc = group * Cfg::mr;
   p.n_ic = ceil_div(g.m, p.mc);
-  // Too few row blocks for the team: deal each panel's slivers out as well.
-  const std::int64_t slivers = ceil_div(p.nc, NR);
-  p.n_parts = p.n_ic >= 2 * t ? 1 : min64(ceil_div(2 * t, p.n_ic), slivers);
+  // Two threads, too few row blocks for the team: deal each panel's slivers
+  // out as well.
+  if (!p.grouped) p.n_parts = p.n_ic >= 2 * t ? 1 : min64(ceil_div(2 * t, p.n_ic), slivers);
   return p;
 }
 
@@ -203,6 +238,13 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
                       rs_b, cs_b, bpack + j0 * kc);
   };
 
+  // The next row block of each column group (plan.grouped), a cache line
+  // each, since every thread of a group takes its blocks from it.
+  struct alignas(64) NextRowBlock {
+    std::atomic<std::int64_t> v{0};
+  };
+  NextRowBlock next_row_block[kMaxColumnGroups];
+
   const auto run = [&](bool team) {
     float *const apack =
         scratch.data() + shared_floats + thread_floats * (team ? omp_thread_id() : 0);
@@ -229,9 +271,32 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
       const std::int64_t slivers = ceil_div(nc, NR);
       for (std::int64_t pc = 0; pc < g.k; pc += plan.kc) {
         const std::int64_t kc = min64(plan.kc, g.k - pc);
+        if (plan.grouped && omp_thread_id() == 0)
+          for (std::int64_t q = 0; q < plan.n_parts; ++q)
+            next_row_block[q].v.store(0, std::memory_order_relaxed);
         team_for_static(team, slivers, [&](std::int64_t s) { pack_b(bshared, jc, nc, pc, kc, s); });
-        // implicit barrier (team): B panel complete
+        // implicit barrier (team): B panel complete (and the counters reset)
         const std::int64_t per_part = ceil_div(slivers, plan.n_parts);
+        if (plan.grouped) {
+          // Row blocks of this thread's own group first, then of the others
+          // (each taken once, whichever thread gets there first).
+          const std::int64_t own = omp_thread_id() % plan.n_parts;
+          for (std::int64_t q = 0; q < plan.n_parts; ++q) {
+            const std::int64_t part = (own + q) % plan.n_parts;
+            const std::int64_t s_begin = part * per_part;
+            const std::int64_t s_end = min64(slivers, s_begin + per_part);
+            if (s_begin >= s_end) continue;
+            for (;;) {
+              const std::int64_t item =
+                  next_row_block[part].v.fetch_add(1, std::memory_order_relaxed);
+              if (item >= plan.n_ic) break;
+              const std::int64_t ic = item * plan.mc;
+              block(apack, bshared, jc, nc, pc, kc, ic, min64(plan.mc, g.m - ic), s_begin, s_end);
+            }
+          }
+#pragma omp barrier
+          continue; // B panel free for the next pc
+        }
         team_for_dynamic(team, plan.n_ic * plan.n_parts, [&](std::int64_t item) {
           const std::int64_t ic = (item / plan.n_parts) * plan.mc;
           const std::int64_t part = item % plan.n_parts;

@@ -25,6 +25,7 @@ struct GemmBlocksDefaults {
   static constexpr std::int64_t skinny_m = 8;               // m <= 8: the streaming path
   static constexpr std::int64_t b_chunk_bytes = 128 * 1024; // B slivers per pass over A (L2)
   static constexpr std::int64_t narrow_slivers = 4;         // n <= 4 NR takes kc_narrow
+  static constexpr std::int64_t b_share_bytes = 512 * 1024; // a thread's B slivers (L2), teams > 2
   using wide_tile = void;                                   // no second tile
 };
 
