@@ -930,6 +930,27 @@ def scaling_table(entries):
     return lines
 
 
+# OpenBLAS cores without AVX kernels: what a DYNAMIC_ARCH build falls back to
+# on a CPU model it does not know (0.3.21 on a 2023 Xeon: Prescott).
+PRE_AVX_OPENBLAS_CORES = {"prescott", "core2", "penryn", "dunnington", "nehalem", "atom",
+                          "katmai", "coppermine", "northwood", "banias", "opteron",
+                          "opteron_sse3", "barcelona", "bobcat"}
+
+
+def openblas_core_warning(context):
+    """A note when OpenBLAS picked kernels older than the ISA attnkern runs:
+    its figures would then say little about it (pin a core instead)."""
+    core = str(context.get("openblas_corename", "")).strip().lower()
+    isa = str(context.get("attnkern_isa", "")).strip().lower()
+    if core not in PRE_AVX_OPENBLAS_CORES or isa not in ("avx2", "avx512"):
+        return None
+    pin = "SkylakeX" if isa == "avx512" else "Haswell"
+    return (f"OpenBLAS runs its `{context.get('openblas_corename')}` kernels (no AVX) on a CPU "
+            f"where attnkern runs {isa}: this OpenBLAS likely does not know the CPU model. "
+            f"Pin its {isa.upper()} kernels with `AK_BENCH_OPENBLAS_CORETYPE={pin}` to compare "
+            "against them.")
+
+
 def render(context, entries, reps):
     out = []
     out.append("### Context")
@@ -944,6 +965,9 @@ def render(context, entries, reps):
     has_cv = any(e.cv is not None for by in entries.values() for e in by.values())
     how = (f"median of {rep} repetitions" if rep > 1 else "single run (no repetitions)")
     out.append(f"- statistic: {how}; ratios > 1 mean attnkern is faster")
+    warning = openblas_core_warning(context)
+    if warning:
+        out.append(f"- **warning**: {warning}")
     out.append("")
     kinds = [k for k in ALL_KINDS if any(key[0] == k for key in entries)]
     sgemm_shapes = {s for (k, s, _) in entries if k == "sgemm"}
