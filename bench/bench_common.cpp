@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -128,19 +129,30 @@ double agree_tolerance() {
 const std::vector<int> &bench_thread_counts() {
   static const std::vector<int> counts = [] {
     std::vector<int> v;
-    if (const char *s = std::getenv("AK_BENCH_THREADS")) {
+    bool skipped = false;
+    const char *text = std::getenv("AK_BENCH_THREADS");
+    if (const char *s = text) {
       while (*s != '\0') {
         char *end = nullptr;
         const long t = std::strtol(s, &end, 10);
         if (end == s) { // not a number: skip one character
+          if (*s != ',' && *s != ' ') skipped = true;
           ++s;
           continue;
         }
-        if (t > 0 && t <= 1024 && std::find(v.begin(), v.end(), t) == v.end())
-          v.push_back(static_cast<int>(t));
+        if (t > 0 && t <= 1024) {
+          if (std::find(v.begin(), v.end(), t) == v.end()) v.push_back(static_cast<int>(t));
+        } else {
+          skipped = true;
+        }
         s = end;
       }
     }
+    if (skipped || (text && v.empty()))
+      std::fprintf(stderr,
+                   "ak_bench: AK_BENCH_THREADS=\"%s\" is not a comma list of thread counts "
+                   "(1-1024); using the counts read from it, else 1,2\n",
+                   text);
     if (v.empty()) v = {1, 2};
     return v;
   }();

@@ -922,11 +922,14 @@ def scaling_table(entries):
         rows.append(rs)
     if not rows:
         return []
-    sel = [r for r in rows if None not in r]
-    if sel:
-        lines.append("| " + " | ".join([f"**geomean** ({len(sel)})", "", ""] +
-                                       [fmt_x(geomean([r[j] for r in sel]))
-                                        for j in range(len(counts) * len(impls))]) + " |")
+    # Each column over the rows that have it (a missing peer value drops
+    # only its own column's entry); the row count in brackets where fewer.
+    cells = []
+    for j in range(len(counts) * len(impls)):
+        col = [r[j] for r in rows if r[j] is not None]
+        text = fmt_x(geomean(col)) if col else "—"
+        cells.append(text if len(col) == len(rows) else f"{text} ({len(col)})")
+    lines.append("| " + " | ".join([f"**geomean** ({len(rows)})", "", ""] + cells) + " |")
     return lines
 
 

@@ -85,7 +85,7 @@ def parse_threads(text):
         raise argparse.ArgumentTypeError(f"not a comma list of integers: {text!r}")
     if not counts or any(t < 1 for t in counts):
         raise argparse.ArgumentTypeError(f"thread counts must be >= 1: {text!r}")
-    return counts
+    return list(dict.fromkeys(counts))  # in order, each once
 
 
 def positive_int(text):

@@ -42,14 +42,16 @@ TEST_P(Determinism, Sgemm) {
   // with few rows, by columns (30 x 200 x 100); those 33-64 and 97-128 wide
   // run on AVX-512's 6 x 64 tile on one thread, on the 12 x 32 tile on
   // several: the same arithmetic per element. 64 x 2100 x 520: a panel too
-  // wide for one thread's share of L2, cut into 3, 4 or 8 column groups.
+  // wide for one thread's share of L2, cut into column groups on 3 threads
+  // and more (how many depends on the tile); 20 x 4200 x 300: two panels,
+  // the second narrower than the groups.
   for (const Shape s : {Shape{517, 33, 700, false, false}, Shape{13, 1500, 300, false, true},
                         Shape{300, 301, 1100, true, false}, Shape{257, 263, 129, true, true},
                         Shape{100, 100, 100, false, false}, Shape{100, 64, 700, false, false},
                         Shape{90, 50, 600, true, true}, Shape{70, 128, 600, false, true},
                         Shape{203, 96, 200, false, false}, Shape{150, 128, 64, true, true},
                         Shape{30, 200, 100, false, true}, Shape{64, 2100, 520, false, false},
-                        Shape{64, 2100, 520, true, true}}) {
+                        Shape{64, 2100, 520, true, true}, Shape{20, 4200, 300, false, true}}) {
     const auto a = random_normal(static_cast<std::size_t>(s.m * s.k), 1);
     const auto b = random_normal(static_cast<std::size_t>(s.k * s.n), 2);
     const auto c0 = random_normal(static_cast<std::size_t>(s.m * s.n), 3);
