@@ -88,10 +88,11 @@ template <class Cfg> GemmPlan plan_gemm(const GemmArgs &g, int threads) {
   // a group's threads. Before, every thread took row blocks of the whole
   // panel and so read all of it (1-2 MiB at 512^3-1024^3) from other cores'
   // caches and, past its L2, from L3 again for every row block. 16 threads
-  // of a 16-core Xeon (bench/README.md), GFLOP/s, one run before, three
-  // after: 512^3 616 -> 736-976, 1024^3 785 -> 795-1058, 2048^3 907 ->
-  // 1066-1464, 1024^3 NT 862 -> 1087-1201, 4096 x 4096 x 128 NT 1035 ->
-  // 1293-1549. Two threads keep the plan they were tuned with here.
+  // of a 16-core Xeon, attnkern / oneDNN in the same process, two runs
+  // before, three after (bench/README.md): 512^3 0.63-0.67 -> 0.81-0.91,
+  // 1024^3 0.57-0.72 -> 0.95-0.99, 2048^3 0.91-0.98 -> 1.03-1.39, 1024^3 NT
+  // 0.82-0.88 -> 1.07-1.25. Two threads keep the plan they were tuned with
+  // here.
   std::int64_t row_team = t;
   p.grouped = t > 2;
   if (p.grouped) {
