@@ -23,11 +23,15 @@ What it measures (batch 1, fp32, contiguous [batch, heads, seq, dim]):
            torch.softmax(x, -1, out=y) so that neither side allocates (and page
            faults) its output per call; a torch that refuses out= falls back to
            the allocating torch.softmax(x, -1), noted under the table.
+  sgemm    ak_sgemm against torch.matmul(a, b, out=c) (MKL or oneDNN, as this
+           torch was built): 512^3, 1024^3 NN and NT, 2048^3, Q K^T 4096 x
+           4096 x 128 and P V 4096 x 128 x 4096 (--quick: the first three).
+           NT means B stored n x k; torch gets its transposed view.
 
 Both libraries are handed the very same input buffers (torch.from_numpy shares
 the numpy memory), so the inputs are identical. Per case and thread count each
 side is called once as a warm-up and the two outputs are compared: max |ak -
-torch| / max |torch| must be <= 1e-4 (attention) or 1e-5 (softmax), else the
+torch| / max |torch| must be <= 1e-4 (attention, sgemm) or 1e-5 (softmax), else the
 case is reported as FAIL and the script exits 1 at the end (the timings are
 still taken and printed). Then `--reps` samples are taken of each, alternating
 attnkern, torch, attnkern, torch... so that drift in the machine's speed hits
@@ -110,13 +114,13 @@ def parse_args(argv):
     p.add_argument("--out", default=None, help="also write the Markdown report here")
     p.add_argument("--quick", action="store_true",
                    help="fewer shapes: L = 1024 only, kv_len = 8192 only")
-    p.add_argument("--tables", default="prefill,decode,softmax",
-                   help="comma list of the tables to run (default prefill,decode,softmax)")
+    p.add_argument("--tables", default="prefill,decode,softmax,sgemm",
+                   help="comma list of the tables to run (default prefill,decode,softmax,sgemm)")
     args = p.parse_args(argv)
     args.tables = set(t.strip() for t in args.tables.split(",") if t.strip())
-    unknown = args.tables - {"prefill", "decode", "softmax"}
+    unknown = args.tables - set(TABLES)
     if unknown or not args.tables:
-        p.error(f"--tables takes prefill, decode and softmax, not {sorted(unknown) or 'nothing'}")
+        p.error(f"--tables takes {', '.join(TABLES)}, not {sorted(unknown) or 'nothing'}")
     return args
 
 
@@ -374,6 +378,27 @@ def softmax_case(np, torch, ak, rng, rows, cols, use_out):
                 run_ak, run_torch, SOFTMAX_TOL, torch_call)
 
 
+def sgemm_case(np, torch, ak, rng, m, n, k, trans_b):
+    """ak_sgemm against torch.matmul(out=), both into a preallocated C. With
+    trans_b, B is stored n x k (the weight layout, Q K^T) and torch gets the
+    transposed view, which its BLAS takes without a copy."""
+    a = randn(np, rng, (m, k))
+    b = randn(np, rng, (n, k) if trans_b else (k, n))
+    c = np.empty((m, n), dtype=np.float32)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    tbo = tb.t() if trans_b else tb
+    tc = torch.empty(m, n, dtype=torch.float32)
+
+    def run_ak():
+        return ak.sgemm(a, b, out=c, trans_b=trans_b)
+
+    def run_torch():
+        return torch.matmul(ta, tbo, out=tc)
+
+    return Case("sgemm", [f"{m}×{n}×{k}", "NT" if trans_b else "NN"], 2.0 * m * n * k,
+                run_ak, run_torch, ATTENTION_TOL, "torch.matmul(a, b, out=c)")
+
+
 def case_builders(np, torch, ak, attnkern, quick):
     """One (table, build()) per case, in report order; build() allocates the inputs,
     so only one case's buffers (up to ~1 GiB for decode at 32768) live at a
@@ -396,6 +421,12 @@ def case_builders(np, torch, ak, attnkern, quick):
     for rows, cols in ((1024, 1024), (4096, 4096), (16, 32768)):
         builders.append(("softmax", lambda r=rows, c=cols:
                          softmax_case(np, torch, ak, rng, r, c, use_out)))
+    gemms = [(512, 512, 512, False), (1024, 1024, 1024, False), (1024, 1024, 1024, True)]
+    if not quick:
+        gemms += [(2048, 2048, 2048, False), (4096, 4096, 128, True), (4096, 128, 4096, False)]
+    for m, n, k, tb in gemms:
+        builders.append(("sgemm", lambda m=m, n=n, k=k, tb=tb:
+                         sgemm_case(np, torch, ak, rng, m, n, k, tb)))
     return builders
 
 
@@ -428,7 +459,7 @@ def measure(np, torch, ak, case, t, reps, min_time):
            "ak": case.work / t_ak, "torch": case.work / t_torch,
            "ratio": t_torch / t_ak, "err": err, "ok": ok,
            "torch_call": case.torch_call}
-    unit = "GFLOP/s" if case.table == "prefill" else "GB/s"
+    unit = "GFLOP/s" if case.table in ("prefill", "sgemm") else "GB/s"
     progress(f"{case.label} threads {t}: attnkern {row['ak'] / 1e9:.1f} {unit}, "
              f"torch {row['torch'] / 1e9:.1f} {unit}, ratio {row['ratio']:.2f}, "
              f"rel diff {err:.2g}{'' if ok else ' FAIL'}")
@@ -461,6 +492,8 @@ TABLES = {
                ["heads/kv heads", "kv_len"], "GB/s"),
     "softmax": ("Softmax over the last axis: GB/s of one read and one write",
                 ["shape"], "GB/s"),
+    "sgemm": ("SGEMM (C = A B or A B^T): GFLOP/s, 2mnk per call",
+              ["m×n×k", "op"], "GFLOP/s"),
 }
 
 
@@ -495,7 +528,7 @@ def table_lines(name, rows, thread_counts):
         lines.append(fmt_row(cells + ([""] if call_col else [])))
     if not call_col and calls[0]:
         lines += ["", f"torch call: {calls[0]}"]
-    if name != "softmax":
+    if name in ("prefill", "decode"):
         lines += ["", "sdpa = torch.nn.functional.scaled_dot_product_attention"]
     lines.append("")
     return lines
@@ -508,10 +541,10 @@ def report(header, rows, thread_counts):
     failed = [r for r in rows if not r["ok"]]
     if failed:
         lines.append(f"**FAIL**: {len(failed)} row(s) disagree beyond tolerance "
-                     f"(attention {ATTENTION_TOL:g}, softmax {SOFTMAX_TOL:g}).")
+                     f"(attention and sgemm {ATTENTION_TOL:g}, softmax {SOFTMAX_TOL:g}).")
     else:
         lines.append(f"All outputs agree (max |attnkern - torch| / max |torch| <= "
-                     f"{ATTENTION_TOL:g} attention, {SOFTMAX_TOL:g} softmax).")
+                     f"{ATTENTION_TOL:g} attention and sgemm, {SOFTMAX_TOL:g} softmax).")
     return "\n".join(lines) + "\n"
 
 
