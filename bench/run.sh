@@ -11,6 +11,7 @@
 #
 # Environment:
 #   AK_BENCH_REPETITIONS  repetitions per benchmark (default 3; the median is reported)
+#   AK_BENCH_THREADS      thread counts, a comma list (default 1,2; e.g. 1,4,16)
 #   AK_BENCH_INTERLEAVE   1 (default): run the repetitions of all benchmarks in random
 #                         order, so a burst of load from elsewhere hits every
 #                         implementation alike; 0: each benchmark's repetitions back to back
@@ -67,6 +68,14 @@ cpu_busy() {
   b=$((b4 + b5 - a4 - a5))  # idle + iowait
   echo $(( a > 0 ? 100 * (a - b) / a : 0 ))
 }
+# More cores than the default thread counts (1 and 2) use: say how to measure them.
+cores=$(nproc 2>/dev/null || echo 1)
+if [ -z "${AK_BENCH_THREADS:-}" ] && [ "$cores" -gt 2 ]; then
+  counts="1"; t=2
+  while [ "$t" -lt "$cores" ]; do counts="$counts,$t"; t=$((t * 2)); done
+  echo "== note: $cores CPUs, benchmarks run at 1 and 2 threads; AK_BENCH_THREADS=$counts,$cores measures more" >&2
+fi
+
 busy=$(cpu_busy 2>/dev/null || echo 0)
 if [ "$busy" -gt 20 ]; then
   echo "== warning: the CPUs were ${busy}% busy before the run; numbers (2-thread ones most) will be noisy" >&2
