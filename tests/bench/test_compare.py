@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""bench/compare.py on a small synthetic ak_bench JSON: the thread-scaling
+table covers every thread count in the run, a missing peer value drops only
+its own column's entry from the geomean, and the OpenBLAS warning appears only
+where OpenBLAS fell back to kernels without AVX. Standard library only."""
+
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+import compare  # noqa: E402  (after the path is set)
+
+# GFLOP/s per (shape, threads, implementation); OpenBLAS at 4 threads on
+# nn_2048 is left out on purpose.
+RATES = {
+    ("nn_1024", 1): {"attnkern": 100.0, "onednn": 100.0, "openblas": 90.0},
+    ("nn_1024", 2): {"attnkern": 200.0, "onednn": 190.0, "openblas": 180.0},
+    ("nn_1024", 4): {"attnkern": 400.0, "onednn": 360.0, "openblas": 270.0},
+    ("nn_2048", 1): {"attnkern": 100.0, "onednn": 100.0, "openblas": 100.0},
+    ("nn_2048", 2): {"attnkern": 150.0, "onednn": 200.0, "openblas": 150.0},
+    ("nn_2048", 4): {"attnkern": 300.0, "onednn": 400.0},
+}
+
+
+def synthetic_run(corename):
+    benchmarks = []
+    for family, ((shape, threads), by_impl) in enumerate(RATES.items()):
+        size = shape.split("_")[1]
+        for impl, gflops in by_impl.items():
+            benchmarks.append({
+                "name": f"sgemm/{impl}/{shape}/threads:{threads}/real_time",
+                "run_name": f"sgemm/{impl}/{shape}/threads:{threads}/real_time",
+                "run_type": "iteration", "repetitions": 1, "family_index": family,
+                "real_time": 1.0, "time_unit": "ms", "flops": gflops * 1e9,
+                "label": f"m={size} n={size} k={size} NN"})
+    return {"context": {"openblas_corename": corename, "attnkern_isa": "avx512"},
+            "benchmarks": benchmarks}
+
+
+def render(corename):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "run.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(synthetic_run(corename), f)
+        context, entries, reps = compare.load(path)
+        return compare.render(context, entries, reps)
+
+
+def table_after(text, heading):
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(heading))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
+class ScalingTable(unittest.TestCase):
+    def setUp(self):
+        self.rows = table_after(render("SkylakeX"), "### SGEMM thread scaling")
+
+    def test_a_column_per_thread_count_and_implementation(self):
+        head = self.rows[0]
+        self.assertIn("attnkern 2 thr / 1 thr", head)
+        self.assertIn("attnkern 4 thr / 1 thr", head)
+        self.assertIn("OpenBLAS 4 thr / 1 thr", head)
+        self.assertEqual(len(head), 3 + 2 * 3)
+
+    def test_ratios_per_shape(self):
+        by_shape = {r[0]: r for r in self.rows[2:]}
+        head = self.rows[0]
+        col = head.index("attnkern 4 thr / 1 thr")
+        self.assertEqual(by_shape["nn_1024"][col], "4.00×")
+        self.assertEqual(by_shape["nn_2048"][col], "3.00×")
+        self.assertEqual(by_shape["nn_2048"][head.index("OpenBLAS 4 thr / 1 thr")], "—")
+
+    def test_missing_value_drops_only_its_column(self):
+        geo = next(r for r in self.rows if r[0].startswith("**geomean**"))
+        head = self.rows[0]
+        # attnkern at 4 threads: both shapes, sqrt(4 * 3)
+        self.assertEqual(geo[head.index("attnkern 4 thr / 1 thr")], "3.46×")
+        # OpenBLAS at 4 threads: nn_1024 alone (3.00), counted as 1 of 2
+        self.assertEqual(geo[head.index("OpenBLAS 4 thr / 1 thr")], "3.00× (1)")
+
+
+class OpenBlasWarning(unittest.TestCase):
+    def test_warns_on_a_core_without_avx(self):
+        text = render("Prescott")
+        self.assertIn("**warning**", text)
+        self.assertIn("AK_BENCH_OPENBLAS_CORETYPE=SkylakeX", text)
+
+    def test_silent_on_an_avx512_core(self):
+        self.assertNotIn("**warning**", render("SkylakeX"))
+
+
+if __name__ == "__main__":
+    unittest.main()
