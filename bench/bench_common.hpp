@@ -66,8 +66,8 @@ void set_threads(int threads);
 
 // The thread counts every benchmark runs at: 1 and 2 (this project's 2-core
 // machines), or the comma-separated list in AK_BENCH_THREADS (e.g. "1,4,16"
-// on a larger machine). Entries that are not positive integers are skipped;
-// an empty result falls back to 1 and 2.
+// on a larger machine). Entries that are not integers in [1, 1024] are
+// skipped with a warning on stderr; an empty result falls back to 1 and 2.
 const std::vector<int> &bench_thread_counts();
 
 // Call before the timed loop of a benchmark of `impl` with `threads` (and
