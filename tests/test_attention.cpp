@@ -646,6 +646,14 @@ TEST(AttentionGridCoverage, EveryListedValueAppears) {
     EXPECT_TRUE(any([v](const GridCase &c) { return c.shape.q_len == v; })) << v;
     EXPECT_TRUE(any([v](const GridCase &c) { return c.shape.kv_len == v; })) << v;
   }
+  // Items of 9 to 32 rows (q_len x group) read K and V in place in groups
+  // of rows; fewer in one call; more are packed.
+  const auto item_rows = [](const GridCase &c) {
+    return c.shape.q_len * c.shape.heads / c.shape.kv_heads;
+  };
+  EXPECT_TRUE(any([&](const GridCase &c) { return item_rows(c) <= 8; }));
+  EXPECT_TRUE(any([&](const GridCase &c) { return item_rows(c) > 8 && item_rows(c) <= 32; }));
+  EXPECT_TRUE(any([&](const GridCase &c) { return item_rows(c) > 32; }));
   EXPECT_TRUE(any([](const GridCase &c) { return c.shape.q_len < c.shape.kv_len; }));
   EXPECT_TRUE(any([](const GridCase &c) { return c.shape.q_len > c.shape.kv_len; }));
   for (std::int64_t v : kGridDims)
@@ -1230,13 +1238,16 @@ TEST_P(AttentionSemantics, GqaEqualsExplicitlyRepeatedKvHeads) {
   }
 }
 
-// Decode-sized items of 1, 2, 4 and 8 rows for value widths of 8 to 128:
-// where a V row is 1, 2, 4 or 8 vectors and an item has at most 2 rows, K
-// and V are read in address order (the P V pass in whole rows, a GQA group
-// of 2 in one or two groups of rows); elsewhere in strips, with requests
-// ahead. Keys span two blocks of 256 and a tail; one layout is strided.
+// Decode-sized items of 1, 2, 4, 8, 13, 16, 26 and 32 rows for value widths
+// of 8 to 128: where a V row is 1, 2, 4 or 8 vectors and an item has at
+// most 2 rows, K and V are read in address order (the P V pass in whole
+// rows, a GQA group of 2 in one or two groups of rows); elsewhere in
+// strips, with requests ahead, and past 8 rows in groups of rows (13 and
+// 26 leave a short last group). Keys span two blocks of 256 and a tail;
+// one layout is strided.
 TEST_P(AttentionSemantics, DecodeEveryValueWidth) {
-  const std::pair<std::int64_t, std::int64_t> heads[] = {{2, 2}, {4, 2}, {8, 2}, {8, 1}};
+  const std::pair<std::int64_t, std::int64_t> heads[] = {{2, 2}, {4, 2},  {8, 2},
+                                                         {8, 1}, {13, 1}, {16, 1}};
   for (const auto &[h, kvh] : heads)
     for (std::int64_t q_len : {1, 2})
       for (std::int64_t dv : {8, 16, 32, 48, 64, 128}) {
@@ -1300,6 +1311,23 @@ TEST_P(AttentionDeterminism, Decode) {
   s.head_dim = 64;
   s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT;
   expect_same_bits_for_thread_counts(s);
+}
+
+// A group of 196 query heads over one kv head: 1 thread holds all 196 rows
+// in one item, 2 threads split them into items of 192 and 4 rows. Whether
+// an item reads K and V in place (a few rows) or packed must not follow
+// that split: it once did, and the 4 rows differed in their last bits.
+TEST_P(AttentionDeterminism, WideGroupSplitIntoItems) {
+  for (std::int64_t q_len : {1, 2}) {
+    Shape s;
+    s.heads = 196;
+    s.kv_heads = 1;
+    s.q_len = q_len;
+    s.kv_len = 300;
+    s.head_dim = 64;
+    s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT;
+    expect_same_bits_for_thread_counts(s);
+  }
 }
 
 // Batched decode with GQA and ragged kv_lens around chunk-sized boundaries.

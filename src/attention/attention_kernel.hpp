@@ -9,9 +9,10 @@
 //   mask, bias, online softmax per row (running max m, running sum l)
 //   O = O * exp(m_old - m_new) + P V   the same micro-kernel, packed V
 // and at the end out = O / l, lse = m + log l. Items of at most kDirectRows
-// rows (decode) skip the packing and the register tile: GEMV-like kernels
-// read K and V in place (key_block_direct). Scratch is per thread and sized
-// by the blocks, never by q_len x kv_len.
+// rows (decode, a few queries of a GQA group) skip the packing and the
+// register tile: GEMV-like kernels read K and V in place
+// (key_block_direct). Scratch is per thread and sized by the blocks, never
+// by q_len x kv_len.
 //
 // Keys are split into fixed chunks (kKvChunk) only for short query blocks
 // (decode); the split depends on the shape alone, so results are identical
@@ -66,8 +67,10 @@ template <class Cfg> struct AttentionPlan {
   static constexpr std::int64_t kKvChunk = 1024;                // keys per split chunk
   static constexpr std::int64_t kSplitMaxQ = 16; // split keys only for q blocks this short
   // Items of at most kDirectRows rows read K and V in place (see
-  // AttentionItem::run), kDirectBk keys at a time.
-  static constexpr std::int64_t kDirectRows = 8;
+  // AttentionItem::run), kDirectBk keys at a time; up to kDirectOneCall rows
+  // go to the GEMV-like kernels in one call, more in groups of rows.
+  static constexpr std::int64_t kDirectRows = 32;
+  static constexpr int kDirectOneCall = 8;
   static constexpr std::int64_t kDirectBk = 256;
   static_assert(kDirectRows <= kBk, "direct items save their accumulator in the V block");
   static_assert(kRows <= kMaxRows, "row arrays are sized for kMaxRows");
@@ -75,6 +78,13 @@ template <class Cfg> struct AttentionPlan {
   std::int64_t group, bq, heads_per_item, n_hc, n_qb, n_chunks, chunk;
   std::int64_t rows_pad, bk_pad, dv_pad;
   std::int64_t items;
+  // Whether items read K and V in place (AttentionItem::run): when a query
+  // block's whole group of heads has at most kDirectRows rows. A function
+  // of the shape alone, not of the rows an item holds, which follow the
+  // thread count: with 196 query heads over one kv head, 2 threads made
+  // items of 192 and 4 rows and took the 4 in place, 1 thread all 196
+  // packed, and the results differed in the last bits.
+  bool direct;
 
   // On a team, items of half the rows where the full ones would leave
   // fewer than 4 per thread (few heads, short L), so that the dynamic
@@ -84,6 +94,9 @@ template <class Cfg> struct AttentionPlan {
   AttentionPlan(const AttentionArgs &a, int threads) {
     plan_rows(a, kRows);
     if (threads > 1 && items < 4 * threads) plan_rows(a, kRows / 2 / MR * MR);
+    // q_len * group <= kDirectRows rows fit one item in either plan.
+    static_assert(kDirectRows <= kRows / 2 / MR * MR, "a direct item holds its whole group");
+    direct = a.q_len * group <= kDirectRows && a.dv % Cfg::width == 0;
   }
   bool split() const { return n_chunks > 1; }
   std::int64_t scores_floats() const { return max64(rows_pad * bk_pad, kDirectRows * kDirectBk); }
@@ -143,7 +156,7 @@ template <class V, class Cfg> class AttentionItem {
   using Plan = AttentionPlan<Cfg>;
   using reg = typename V::reg;
   static constexpr int MR = Cfg::mr, NV = Cfg::nv, W = V::width, NR = NV * W;
-  static constexpr std::int64_t kDirectRows = Plan::kDirectRows;
+  static constexpr int kDirectOneCall = Plan::kDirectOneCall;
 
 public:
   AttentionItem(const AttentionArgs &a, const Plan &p, float *scratch) : a_(a), p_(p) {
@@ -167,11 +180,19 @@ public:
     if (warm_next && index + 1 < p_.items) find_item_keys(index + 1);
     decode_index(index);
     setup_rows();
-    // Few rows (decode, small GQA groups): padding them to an MR-row tile
-    // would multiply the arithmetic, and packing K and V would double their
-    // traffic. Instead the rows take GEMV-like kernels that read K and V
-    // where they lie, once per block. A function of the shape alone.
-    direct_ = rows_ <= kDirectRows && a_.dv % W == 0;
+    // Few rows (decode, GQA groups, a few queries per step as in
+    // speculative decoding): padding them to an MR-row tile would multiply
+    // the arithmetic, and packing K and V would double their traffic or,
+    // with 9 to 32 rows, cost as much as the arithmetic (transposing K took
+    // a quarter of the time). Instead the rows take GEMV-like kernels that
+    // read K and V where they lie, once per block; past 8 rows, in groups of
+    // rows. 1 thread, d 128, kv 4096-8192, 5 alternating runs of an ad-hoc
+    // harness, GFLOP/s against packing: 16 rows (4 queries x GQA 4, 16
+    // queries MHA, GQA 16 decode) 26-31 -> 53-65, 32 rows 42-48 -> 61-68;
+    // 2 threads 50-56 -> 94-134, 86-98 -> 107-125. From 48 rows on, about
+    // even with packing, which keeps them. A function of the shape alone
+    // (AttentionPlan::direct).
+    direct_ = p_.direct;
     sld_ = direct_ ? Plan::kDirectBk : p_.bk_pad;
     pack_q();
     const float ninf = -std::numeric_limits<float>::infinity();
@@ -358,7 +379,11 @@ private:
     for (std::int64_t r = 0; r < rows_; ++r)
       for (std::int64_t j = 0; j < bk; ++j) scores_[r * sld_ + j] = 0.0f;
     const bool first = j0 == u_lo_;
-    rows_dispatch<1>(rows_, [&](auto m) { direct_scores<decltype(m)::value>(bk, kb, vb, first); });
+    if (rows_ <= kDirectOneCall)
+      rows_dispatch<1>(rows_,
+                       [&](auto m) { direct_scores<decltype(m)::value>(bk, kb, vb, first); });
+    else
+      direct_scores_grouped(bk, kb, vb, first);
     for (std::int64_t r = 0; r < rows_; ++r) softmax_update(r, j0, bk);
     // Inf/NaN in V shows as Inf/NaN in the accumulator (a zero weight times
     // Inf is NaN): only then is the block redone from a copy of the
@@ -372,7 +397,10 @@ private:
     std::int64_t next = min64(u_hi_ - j1, Plan::kDirectBk);
     if (next == 0 && next_item_k_)
       kn = next_item_k_, next = min64(next_item_keys_, Plan::kDirectBk);
-    rows_dispatch<1>(rows_, [&](auto m) { direct_pv<decltype(m)::value>(bk, vb, kn, next); });
+    if (rows_ <= kDirectOneCall)
+      rows_dispatch<1>(rows_, [&](auto m) { direct_pv<decltype(m)::value>(bk, vb, kn, next); });
+    else
+      direct_pv_grouped(bk, vb, kn, next);
     if (has_non_finite<V>(st_.acc, acc_floats)) {
       for (std::int64_t x = 0; x < acc_floats; ++x) st_.acc[x] = saved[x];
       exact_pv(j0, bk);
@@ -398,7 +426,7 @@ private:
   static constexpr std::int64_t kKeysAhead = 16;
 
   template <int M, class F> static void rows_dispatch(std::int64_t rows, F &&f) {
-    if constexpr (M <= kDirectRows) {
+    if constexpr (M <= kDirectOneCall) {
       if (rows == M) return f(std::integral_constant<int, M>{});
       rows_dispatch<M + 1>(rows, f);
     }
@@ -458,6 +486,63 @@ private:
     for (; j < bk; ++j) {
       prefetch_rows(vb, vs, a_.dv, j, 1, bk);
       skinny_k_tile<V, M, 1>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, scores_ + j, sld_);
+    }
+  }
+
+  // direct_scores for more than kDirectOneCall rows: each J keys go to the
+  // rows G at a time, so that K is read from memory once and from L1 by the
+  // other groups, and each group's Q vectors are loaded once per step (the
+  // kernel is bound by its arithmetic here, not by the stream). Requests
+  // ahead as in direct_scores. With direct_pv_grouped's strips, against
+  // groups of 8 rows x 2 keys (Q loaded per use) and 8 rows x 2 vectors (1
+  // thread, d 128, 16 rows, 3 alternating runs of an ad-hoc harness):
+  // +15-25 %.
+  void direct_scores_grouped(std::int64_t bk, const float *kb, const float *vb, bool first) {
+    constexpr int J = 4;
+    constexpr int G0 = skinny_acc_budget<V>() / J;
+    constexpr int G = G0 < 1 ? 1 : G0;
+    const std::int64_t ks = a_.k_strides[2], vs = a_.v_strides[2], dk = a_.dk;
+    const auto keys = [&](std::int64_t j, auto n) {
+      for (std::int64_t r0 = 0; r0 < rows_; r0 += G)
+        rows_dispatch<1>(min64(G, rows_ - r0), [&](auto m) {
+          skinny_k_tile<V, decltype(m)::value, decltype(n)::value, false, true>(
+              0, dk, qpack_ + r0 * dk, dk, kb + j * ks, ks, scores_ + r0 * sld_ + j, sld_);
+        });
+    };
+    if (first) prefetch_rows(kb, ks, dk, 0, kKeysAhead, bk);
+    std::int64_t j = 0;
+    for (; j + J <= bk; j += J) {
+      prefetch_rows(kb, ks, dk, j + kKeysAhead, J, bk);
+      prefetch_rows(vb, vs, a_.dv, j, J, bk);
+      keys(j, std::integral_constant<int, J>{});
+    }
+    for (; j < bk; ++j) {
+      prefetch_rows(vb, vs, a_.dv, j, 1, bk);
+      keys(j, std::integral_constant<int, 1>{});
+    }
+  }
+
+  // direct_pv for more than kDirectOneCall rows: each run of kPvKeys V rows
+  // goes to the rows 4 at a time (from L1 after the first group), in strips
+  // of 4 vectors: 8 loads per 16 FMAs, against 10 for 8 rows x 2 vectors.
+  void direct_pv_grouped(std::int64_t bk, const float *vb, const float *kn, std::int64_t next) {
+    constexpr int G = 4;
+    const std::int64_t vs = a_.v_strides[2], ks = a_.k_strides[2];
+    for (std::int64_t j = 0; j < bk; j += kPvKeys) {
+      const std::int64_t je = min64(j + kPvKeys, bk);
+      prefetch_rows(kn, ks, a_.dk, j, je - j, next);
+      const float *vr = vb + j * vs;
+      for (std::int64_t r0 = 0; r0 < rows_; r0 += G)
+        rows_dispatch<1>(min64(G, rows_ - r0), [&](auto m) {
+          constexpr int M = decltype(m)::value, NVd = skinny_strip_vectors<V, M>();
+          const float *w = scores_ + r0 * sld_ + j;
+          float *acc = st_.acc + r0 * p_.dv_pad;
+          std::int64_t d = 0;
+          for (; d + NVd * W <= a_.dv; d += NVd * W)
+            skinny_n_tile<V, M, NVd>(0, je - j, w, sld_, vr + d, vs, acc + d, p_.dv_pad);
+          for (; d < a_.dv; d += W)
+            skinny_n_tile<V, M, 1>(0, je - j, w, sld_, vr + d, vs, acc + d, p_.dv_pad);
+        });
     }
   }
 

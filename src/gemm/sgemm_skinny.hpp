@@ -183,7 +183,7 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
 // requests ahead (for short rows that the hardware prefetcher is left to
 // stream: a step across the J rows reads J lines a row apart, a pattern it
 // does not follow); every sum sees the same terms in the same order.
-template <class V, int M, int J, bool RowByRow = false>
+template <class V, int M, int J, bool RowByRow = false, bool AInRegisters = false>
 inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std::int64_t lda,
                           const float *b, std::int64_t ldb, float *sum, std::int64_t lds,
                           const float *b_next = nullptr) {
@@ -227,11 +227,20 @@ inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
       // 0.92-0.98 -> 0.98-1.02, 8 rows 0.63-0.71 either way). The likely
       // cause: with fewer operations and registers written per B line, more
       // lines of B are in flight while the FMAs wait for them.
+      if constexpr (AInRegisters) {
 #pragma GCC unroll 8
-      for (int i = 0; i < M; ++i)
+        for (int i = 0; i < M; ++i) {
+          const reg av = V::loadu(a + i * lda + p);
 #pragma GCC unroll 8
-        for (int j = 0; j < J; ++j)
-          acc[i][j] = V::fmadd(load_per_use<V>(a + i * lda + p), bv[j], acc[i][j]);
+          for (int j = 0; j < J; ++j) acc[i][j] = V::fmadd(av, bv[j], acc[i][j]);
+        }
+      } else {
+#pragma GCC unroll 8
+        for (int i = 0; i < M; ++i)
+#pragma GCC unroll 8
+          for (int j = 0; j < J; ++j)
+            acc[i][j] = V::fmadd(load_per_use<V>(a + i * lda + p), bv[j], acc[i][j]);
+      }
     }
   }
   if (p_vec < p1) { // the last few terms, zero-padded to one more vector
