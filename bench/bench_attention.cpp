@@ -1,10 +1,12 @@
 // Fused attention: ak_attention against an unfused oneDNN path, for prefill
-// (q_len = kv_len = L) and decode (q_len = 1, GQA), attnkern's causal
-// sliding window alone, plus streaming-read and copy references for the
-// memory bandwidth. Benchmarks are named
+// (q_len = kv_len = L) and decode (q_len = 1, GQA; and a few queries per
+// step, as speculative decoding verifies drafted tokens, causal
+// bottom-right), attnkern's causal sliding window alone, plus
+// streaming-read and copy references for the memory bandwidth. Benchmarks
+// are named
 //   attention/<impl>/d<d>_L<L>_<causal|nomask>/threads:<t>
 //   window/attnkern/d<d>_L<L>_w<W>/threads:<t>   (each query sees its W last keys)
-//   decode/<impl>/h<heads>_kvh<kv heads>_d<d>_kv<kv_len>/threads:<t>
+//   decode/<impl>/h<heads>_kvh<kv heads>_d<d>[_q<q_len>]_kv<kv_len>/threads:<t>
 //   membw/read/256MiB/threads:<t>
 //   membw/copy/256MiB/threads:<t>
 // with <impl> = attnkern | unfused_onednn.
@@ -12,7 +14,8 @@
 // The unfused path, per head (decode: per query head, with the softmax of
 // all heads' score rows done by one primitive call):
 //   S = scale * Q K^T            dnnl_sgemm('N', 'T') into a q_len x kv_len scratch
-//   S[i][j] = -inf for j > i     causal only (part of the timed path)
+//   S[i][j] = -inf for j > i     causal only (part of the timed path; decode
+//                                with q_len > 1: j > i + kv_len - q_len)
 //   P = softmax(S) in place      oneDNN's softmax primitive (peers::OnednnSoftmax)
 //   O = P V                      dnnl_sgemm('N', 'N')
 // One scratch per score-matrix shape, shared by every head and by both head
@@ -46,7 +49,7 @@ enum AttnImpl { kAttnkern = 0, kUnfused = 1 };
 constexpr const char *kImplNames[] = {"attnkern", "unfused_onednn"};
 
 struct AttnShape {
-  bool decode; // decode/ (q_len 1) or attention/ (prefill)
+  bool decode; // decode/ (q_len 1 to 16, causal bottom-right) or attention/ (prefill)
   std::int64_t batch, heads, kv_heads, q_len, kv_len, d, dv;
   bool causal; // AK_MASK_CAUSAL_TOP_LEFT, else AK_MASK_NONE
   // Causal sliding window (window/): query i sees keys [i - window + 1, i];
@@ -55,18 +58,27 @@ struct AttnShape {
 
   const char *kind() const { return decode ? "decode" : window > 0 ? "window" : "attention"; }
   bool has_unfused() const { return window == 0; }
+  // Decode of several queries: query i sees keys j <= i + kv_len - q_len.
+  bool bottom_right() const { return decode && q_len > 1; }
   std::string label() const {
     if (decode)
       return "h" + std::to_string(heads) + "_kvh" + std::to_string(kv_heads) + "_d" +
-             std::to_string(d) + "_kv" + std::to_string(kv_len);
+             std::to_string(d) + (q_len > 1 ? "_q" + std::to_string(q_len) : "") + "_kv" +
+             std::to_string(kv_len);
     if (window > 0)
       return "d" + std::to_string(d) + "_L" + std::to_string(q_len) + "_w" + std::to_string(window);
     return "d" + std::to_string(d) + "_L" + std::to_string(q_len) +
            (causal ? "_causal" : "_nomask");
   }
-  // Keys query i sees.
+  // One past the last key query i sees, and how many it sees (the last ones
+  // before that end).
+  std::int64_t key_end(std::int64_t i) const {
+    if (causal) return std::min(i + 1, kv_len);
+    if (bottom_right()) return std::max<std::int64_t>(0, std::min(i + 1 + kv_len - q_len, kv_len));
+    return kv_len;
+  }
   std::int64_t visible(std::int64_t i) const {
-    std::int64_t n = causal ? std::min(i + 1, kv_len) : kv_len;
+    const std::int64_t n = key_end(i);
     return window > 0 ? std::min(n, window) : n;
   }
   // Inputs are shared by the shapes that differ only in the mask (prefill) or
@@ -97,11 +109,16 @@ struct AttnShape {
       const double pairs = w * (w + 1.0) / 2.0 + double(q_len - std::int64_t(w)) * w;
       return 2.0 * pairs * double(d + dv) * double(batch * heads);
     }
+    if (bottom_right()) {
+      double pairs = 0.0;
+      for (std::int64_t i = 0; i < q_len; ++i) pairs += double(visible(i));
+      return 2.0 * pairs * double(d + dv) * double(batch * heads);
+    }
     const double f = 2.0 * double(q_len) * double(kv_len) * double(d + dv) * double(batch * heads);
     return causal ? 0.5 * f : f;
   }
   // Prefill: Q, K, V read once and O written once. Decode: K and V read once
-  // (what dominates; Q and O are 32 rows).
+  // (what dominates; Q and O are 32 rows per query).
   double bytes() const {
     const double kv = 4.0 * double(batch * kv_heads * kv_len) * double(d + dv);
     if (decode) return kv;
@@ -136,6 +153,11 @@ std::vector<AttnShape> decode_shapes() {
       shapes.push_back({true, 1, 32, kvh, 1, n, 128, 128, false});
   // One head: only the split of the keys into chunks can use a second thread.
   shapes.push_back({true, 1, 1, 1, 1, 262144, 128, 128, false});
+  // Groups of 16 query heads over 2 kv heads.
+  shapes.push_back({true, 1, 32, 2, 1, 8192, 128, 128, false});
+  // A few queries per step over a 4096-key cache, GQA 4: 16, 32 and 64 rows
+  // share each K and V head (speculative decoding's verification).
+  for (std::int64_t q : {4, 8, 16}) shapes.push_back({true, 1, 32, 8, q, 4096, 128, 128, false});
   return shapes;
 }
 
@@ -211,7 +233,9 @@ bool call_attnkern(const AttnShape &s, const Data &w, float *out) {
   desc.head_dim = s.d;
   desc.head_dim_v = s.dv;
   desc.scale = s.scale();
-  desc.mask = s.causal ? AK_MASK_CAUSAL_TOP_LEFT : AK_MASK_NONE;
+  desc.mask = s.causal           ? AK_MASK_CAUSAL_TOP_LEFT
+              : s.bottom_right() ? AK_MASK_CAUSAL_BOTTOM_RIGHT
+                                 : AK_MASK_NONE;
   if (s.window > 0) desc.window_left = s.window - 1;
   return ak_attention(&desc, w.q.data(), w.k.data(), w.v.data(), out) == AK_OK;
 }
@@ -233,10 +257,10 @@ bool call_unfused(const AttnShape &s, const Data &w, float *out, int threads) {
         float *Sh = S + (h - h0) * q_len * kv_len;
         if (!peers::onednn_sgemm_alpha(true, q_len, kv_len, d, scale, q, d, k, d, Sh, kv_len))
           return false;
-        if (s.causal) { // top left: key j visible to query i iff j <= i
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+        if (s.causal || s.bottom_right()) { // keys from key_end(i) on are masked
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && s.causal)
           for (std::int64_t i = 0; i < q_len; ++i)
-            std::fill(Sh + i * kv_len + std::min(i + 1, kv_len), Sh + (i + 1) * kv_len, kNegInf);
+            std::fill(Sh + i * kv_len + s.key_end(i), Sh + (i + 1) * kv_len, kNegInf);
         }
       }
       if (!sm.run()) return false;
@@ -270,8 +294,8 @@ double diff_to_reference(const AttnShape &s, const Data &w, const float *out) {
       const float *q = w.q.data() + (h * s.q_len + i) * s.d;
       const float *k = w.k.data() + hk * s.kv_len * s.d;
       const float *v = w.v.data() + hk * s.kv_len * s.dv;
-      // Keys [j0, n): the last visible(i) of the first min(i + 1, kv_len) (causal).
-      const std::int64_t n = s.causal ? std::min(i + 1, s.kv_len) : s.kv_len;
+      // Keys [j0, n): the last visible(i) before key_end(i).
+      const std::int64_t n = s.key_end(i);
       const std::int64_t j0 = n - s.visible(i);
       double mx = -std::numeric_limits<double>::infinity(), sum = 0.0;
       for (std::int64_t j = j0; j < n; ++j) {
@@ -385,9 +409,12 @@ void BM_attention(benchmark::State &state, int impl, const AttnShape &s, int thr
   if (s.window > 0) {
     state.SetLabel("ak_attention, causal top-left, window_left " + std::to_string(s.window - 1));
   } else if (impl == kAttnkern) {
-    state.SetLabel(s.causal ? "ak_attention, causal top-left" : "ak_attention");
+    state.SetLabel(s.causal           ? "ak_attention, causal top-left"
+                   : s.bottom_right() ? "ak_attention, causal bottom-right"
+                                      : "ak_attention");
   } else {
-    state.SetLabel(std::string("dnnl_sgemm") + (s.causal ? " + -inf mask" : "") + " + softmax " +
+    state.SetLabel(std::string("dnnl_sgemm") +
+                   (s.causal || s.bottom_right() ? " + -inf mask" : "") + " + softmax " +
                    softmax_for(s, threads).impl_info() + " + dnnl_sgemm");
   }
 }

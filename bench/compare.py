@@ -226,7 +226,7 @@ def summary_row(title, rows, pick, ncols_before, nvals, nratios, has_cv):
 
 
 ATTN_RE = re.compile(r"^d(\d+)_L(\d+)_(causal|nomask)$")
-DECODE_RE = re.compile(r"^h(\d+)_kvh(\d+)_d(\d+)_kv(\d+)$")
+DECODE_RE = re.compile(r"^h(\d+)_kvh(\d+)_d(\d+)(?:_q(\d+))?_kv(\d+)$")
 UNFUSED = "unfused_onednn"
 
 
@@ -346,7 +346,7 @@ def adjacent_read(by_impl, impl):
 
 def decode_table(entries, has_cv):
     bw = membw_by_threads(entries)
-    head = ["heads/kv heads", "d", "kv_len", "thr", "attnkern GB/s", "unfused oneDNN GB/s",
+    head = ["heads/kv heads", "d", "q_len", "kv_len", "thr", "attnkern GB/s", "unfused oneDNN GB/s",
             "attnkern % of read BW", "unfused % of read BW", "attnkern % of adjacent read",
             "unfused % of adjacent read", "attnkern/unfused", "attnkern GFLOP/s",
             "unfused GFLOP/s"]
@@ -360,10 +360,11 @@ def decode_table(entries, has_cv):
             continue
         m = DECODE_RE.match(shape)
         if m:
-            h, kvh, d, n = m.groups()
+            h, kvh, d, q, n = m.groups()
             heads = f"{h}/{kvh}" + (" (GQA)" if int(kvh) < int(h) else "")
+            q = q or "1"
         else:
-            heads, d, n = shape, "?", "?"
+            heads, d, q, n = shape, "?", "?", "?"
         ta, va = cell(by_impl, "attnkern", "bytes", 1e9)
         tu, vu = cell(by_impl, UNFUSED, "bytes", 1e9)
         fa, _ = cell(by_impl, "attnkern", "flops", 1e9)
@@ -372,7 +373,7 @@ def decode_table(entries, has_cv):
         pa = ratio(va, ref)
         pu = ratio(vu, ref)
         r = ratio(va, vu)
-        cells = [heads, d, n, str(threads), ta, tu,
+        cells = [heads, d, q, n, str(threads), ta, tu,
                  "—" if pa is None else f"{100 * pa:.0f}%",
                  "—" if pu is None else f"{100 * pu:.0f}%",
                  fmt_pct(ratio(va, adjacent_read(by_impl, "attnkern"))),
@@ -385,7 +386,7 @@ def decode_table(entries, has_cv):
         sel = [r for r in rows if r["thr"] == t and None not in r["vals"] + r["ratios"]]
         if not sel:
             continue
-        cells = [f"**geomean {t} thr** ({len(sel)})", "", "", ""]
+        cells = [f"**geomean {t} thr** ({len(sel)})", "", "", "", ""]
         cells += [fmt(geomean([r["vals"][j] for r in sel])) for j in range(2)]
         cells += ["", "", "", "", fmt(geomean([r["ratios"][0] for r in sel]), 2), "", ""]
         if has_cv:
@@ -802,7 +803,7 @@ def skinny_table(entries, has_cv):
         sel = [r for r in rows if r["thr"] == t and None not in r["vals"]]
         if not sel:
             continue
-        cells = [f"**geomean {t} thr** ({len(sel)})", "", "", ""]
+        cells = [f"**geomean {t} thr** ({len(sel)})", "", "", "", ""]
         cells += [fmt(geomean([r["vals"][j] for r in sel])) for j in range(3)]
         cells += [fmt_pct(ratio(geomean([r["vals"][j] for r in sel]), bw.get(t)))
                   for j in range(3)]
@@ -1033,7 +1034,8 @@ def render(context, entries, reps):
                 "pair / real time)",
                 window_table(entries, has_cv))
     if "decode" in kinds:
-        section("### Attention decode (q_len 1, 32 query heads; GB/s = K and V "
+        section("### Attention decode (q_len 1, or a few queries per step with a causal "
+                "bottom-right mask; 32 query heads; GB/s = K and V "
                 "read once, 2·kv_heads·kv_len·d·4 bytes / real time; "
                 "% of read BW = of the membw streaming-read GB/s at the same thread "
                 f"count{ADJACENT_NOTE})", decode_table(entries, has_cv))

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """bench/compare.py on a small synthetic ak_bench JSON: the thread-scaling
 table covers every thread count in the run, a missing peer value drops only
-its own column's entry from the geomean, and the OpenBLAS warning appears only
-where OpenBLAS fell back to kernels without AVX. Standard library only."""
+its own column's entry from the geomean, the OpenBLAS warning appears only
+where OpenBLAS fell back to kernels without AVX, and the decode table reads
+q_len from the names that carry one. Standard library only."""
 
 import json
 import os
@@ -37,6 +38,14 @@ def synthetic_run(corename):
                 "run_type": "iteration", "repetitions": 1, "family_index": family,
                 "real_time": 1.0, "time_unit": "ms", "flops": gflops * 1e9,
                 "label": f"m={size} n={size} k={size} NN"})
+    # Decode: one query (no _q in the name) and four queries per step.
+    for shape, gbps in (("h32_kvh8_d128_kv8192", 25.0), ("h32_kvh8_d128_q4_kv4096", 8.0)):
+        for impl, scale in (("attnkern", 1.0), ("unfused_onednn", 0.5)):
+            name = f"decode/{impl}/{shape}/threads:1/real_time"
+            benchmarks.append({
+                "name": name, "run_name": name, "run_type": "iteration", "repetitions": 1,
+                "family_index": len(RATES), "real_time": 1.0, "time_unit": "ms",
+                "bytes": gbps * scale * 1e9, "flops": 4 * gbps * scale * 1e9})
     return {"context": {"openblas_corename": corename, "attnkern_isa": "avx512"},
             "benchmarks": benchmarks}
 
@@ -87,6 +96,17 @@ class ScalingTable(unittest.TestCase):
         self.assertEqual(geo[head.index("attnkern 4 thr / 1 thr")], "3.46×")
         # OpenBLAS at 4 threads: nn_1024 alone (3.00), counted as 1 of 2
         self.assertEqual(geo[head.index("OpenBLAS 4 thr / 1 thr")], "3.00× (1)")
+
+
+class DecodeTable(unittest.TestCase):
+    def test_q_len_and_kv_len_columns(self):
+        rows = table_after(render("SkylakeX"), "### Attention decode")
+        head = rows[0]
+        by_kv = {r[head.index("kv_len")]: r for r in rows[2:] if not r[0].startswith("**")}
+        self.assertEqual(by_kv["8192"][head.index("q_len")], "1")
+        self.assertEqual(by_kv["4096"][head.index("q_len")], "4")
+        self.assertEqual(by_kv["4096"][head.index("heads/kv heads")], "32/8 (GQA)")
+        self.assertEqual(by_kv["4096"][head.index("attnkern/unfused")], "2.00")
 
 
 class OpenBlasWarning(unittest.TestCase):
