@@ -18,6 +18,13 @@ What it measures (batch 1, fp32, contiguous [batch, heads, seq, dim]):
            (torch >= 2.5); an older torch gets K and V repeat_interleave'd to 32
            heads outside the timed region (it then reads 4x the bytes counted,
            and the table says so).
+  verify   a few queries per step over a kv cache (speculative decoding
+           verifying its drafted tokens): q_len 4 and 8, 32 query heads over 8
+           kv heads, head_dim 128, kv_len 4096, causal bottom-right (query i
+           sees keys j <= i + kv_len - q_len: attnkern's
+           Mask.CAUSAL_BOTTOM_RIGHT, torch a boolean attn_mask, with
+           enable_gqa=True where it has it). GFLOP/s count 2*(d+d) per
+           visible (query, key) pair and query head.
   softmax  rows x cols 1024x1024, 4096x4096, 16x32768, over the last axis.
            GB/s count one read and one write: 2*rows*cols*4 bytes. torch runs
            torch.softmax(x, -1, out=y) so that neither side allocates (and page
@@ -114,8 +121,9 @@ def parse_args(argv):
     p.add_argument("--out", default=None, help="also write the Markdown report here")
     p.add_argument("--quick", action="store_true",
                    help="fewer shapes: L = 1024 only, kv_len = 8192 only")
-    p.add_argument("--tables", default="prefill,decode,softmax,sgemm",
-                   help="comma list of the tables to run (default prefill,decode,softmax,sgemm)")
+    p.add_argument("--tables", default="prefill,decode,verify,softmax,sgemm",
+                   help="comma list of the tables to run "
+                        "(default prefill,decode,verify,softmax,sgemm)")
     args = p.parse_args(argv)
     args.tables = set(t.strip() for t in args.tables.split(",") if t.strip())
     unknown = args.tables - set(TABLES)
@@ -343,6 +351,43 @@ def decode_case(np, torch, ak, rng, kv_len, kv_heads, has_gqa):
                 run_ak, run_torch, ATTENTION_TOL, torch_call)
 
 
+def verify_case(np, torch, ak, attnkern, rng, q_len, kv_len, has_gqa):
+    heads, kv_heads, d = 32, 8, 128
+    group = heads // kv_heads
+    q = randn(np, rng, (1, heads, q_len, d))
+    k = randn(np, rng, (1, kv_heads, kv_len, d))
+    v = randn(np, rng, (1, kv_heads, kv_len, d))
+    out = np.empty_like(q)
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    # True where query i sees key j: j <= i + kv_len - q_len.
+    shift = kv_len - q_len
+    visible = (np.arange(kv_len)[None, :] <= np.arange(q_len)[:, None] + shift)
+    tmask = torch.from_numpy(visible)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def run_ak():
+        return ak.attention(q, k, v, num_kv_heads=kv_heads,
+                            mask=attnkern.Mask.CAUSAL_BOTTOM_RIGHT, out=out)
+
+    if has_gqa:
+        torch_call = "sdpa(attn_mask=bool bottom-right, enable_gqa=True)"
+
+        def run_torch():
+            return sdpa(tq, tk, tv, attn_mask=tmask, enable_gqa=True)
+    else:
+        rk = tk.repeat_interleave(group, dim=1)
+        rv = tv.repeat_interleave(group, dim=1)
+        torch_call = (f"sdpa(attn_mask=bool bottom-right) on K/V repeat_interleave'd "
+                      f"x{group} (untimed)")
+
+        def run_torch():
+            return sdpa(tq, rk, rv, attn_mask=tmask)
+
+    flops = heads * 2.0 * (d + d) * float(visible.sum())
+    return Case("verify", [f"{heads}/{kv_heads}", q_len, kv_len], flops,
+                run_ak, run_torch, ATTENTION_TOL, torch_call)
+
+
 def softmax_out_works(torch):
     """Whether torch.softmax takes out= (aten::softmax.int_out)."""
     x = torch.zeros(2, 3)
@@ -418,6 +463,9 @@ def case_builders(np, torch, ak, attnkern, quick):
         for kv_heads in (32, 8):
             builders.append(("decode", lambda n=kv_len, h=kv_heads:
                              decode_case(np, torch, ak, rng, n, h, has_gqa)))
+    for q_len in (4, 8):
+        builders.append(("verify", lambda q=q_len:
+                         verify_case(np, torch, ak, attnkern, rng, q, 4096, has_gqa)))
     for rows, cols in ((1024, 1024), (4096, 4096), (16, 32768)):
         builders.append(("softmax", lambda r=rows, c=cols:
                          softmax_case(np, torch, ak, rng, r, c, use_out)))
@@ -459,7 +507,7 @@ def measure(np, torch, ak, case, t, reps, min_time):
            "ak": case.work / t_ak, "torch": case.work / t_torch,
            "ratio": t_torch / t_ak, "err": err, "ok": ok,
            "torch_call": case.torch_call}
-    unit = "GFLOP/s" if case.table in ("prefill", "sgemm") else "GB/s"
+    unit = "GFLOP/s" if case.table in ("prefill", "verify", "sgemm") else "GB/s"
     progress(f"{case.label} threads {t}: attnkern {row['ak'] / 1e9:.1f} {unit}, "
              f"torch {row['torch'] / 1e9:.1f} {unit}, ratio {row['ratio']:.2f}, "
              f"rel diff {err:.2g}{'' if ok else ' FAIL'}")
@@ -490,6 +538,8 @@ TABLES = {
                 ["d", "L", "mask"], "GFLOP/s"),
     "decode": ("Decode (q_len 1, head_dim 128, no mask): GB/s of K and V read once",
                ["heads/kv heads", "kv_len"], "GB/s"),
+    "verify": ("A few queries per step (head_dim 128, causal bottom-right): GFLOP/s of "
+               "useful work", ["heads/kv heads", "q_len", "kv_len"], "GFLOP/s"),
     "softmax": ("Softmax over the last axis: GB/s of one read and one write",
                 ["shape"], "GB/s"),
     "sgemm": ("SGEMM (C = A B or A B^T): GFLOP/s, 2mnk per call",
@@ -528,7 +578,7 @@ def table_lines(name, rows, thread_counts):
         lines.append(fmt_row(cells + ([""] if call_col else [])))
     if not call_col and calls[0]:
         lines += ["", f"torch call: {calls[0]}"]
-    if name in ("prefill", "decode"):
+    if name in ("prefill", "decode", "verify"):
         lines += ["", "sdpa = torch.nn.functional.scaled_dot_product_attention"]
     lines.append("")
     return lines
