@@ -803,7 +803,7 @@ def skinny_table(entries, has_cv):
         sel = [r for r in rows if r["thr"] == t and None not in r["vals"]]
         if not sel:
             continue
-        cells = [f"**geomean {t} thr** ({len(sel)})", "", "", "", ""]
+        cells = [f"**geomean {t} thr** ({len(sel)})", "", "", ""]
         cells += [fmt(geomean([r["vals"][j] for r in sel])) for j in range(3)]
         cells += [fmt_pct(ratio(geomean([r["vals"][j] for r in sel]), bw.get(t)))
                   for j in range(3)]

@@ -38,6 +38,13 @@ def synthetic_run(corename):
                 "run_type": "iteration", "repetitions": 1, "family_index": family,
                 "real_time": 1.0, "time_unit": "ms", "flops": gflops * 1e9,
                 "label": f"m={size} n={size} k={size} NN"})
+    # A skinny product (its table has a geomean row of its own).
+    for impl, gbps in (("attnkern", 25.0), ("onednn", 20.0), ("openblas", 10.0)):
+        name = f"sgemm/{impl}/skinny_nn_m4/threads:1/real_time"
+        benchmarks.append({
+            "name": name, "run_name": name, "run_type": "iteration", "repetitions": 1,
+            "family_index": len(RATES), "real_time": 1.0, "time_unit": "ms",
+            "bytes": gbps * 1e9, "flops": gbps * 0.5e9, "label": "m=4 n=4096 k=4096 NN"})
     # Decode: one query (no _q in the name) and four queries per step.
     for shape, gbps in (("h32_kvh8_d128_kv8192", 25.0), ("h32_kvh8_d128_q4_kv4096", 8.0)):
         for impl, scale in (("attnkern", 1.0), ("unfused_onednn", 0.5)):
@@ -96,6 +103,23 @@ class ScalingTable(unittest.TestCase):
         self.assertEqual(geo[head.index("attnkern 4 thr / 1 thr")], "3.46×")
         # OpenBLAS at 4 threads: nn_1024 alone (3.00), counted as 1 of 2
         self.assertEqual(geo[head.index("OpenBLAS 4 thr / 1 thr")], "3.00× (1)")
+
+
+class EveryTable(unittest.TestCase):
+    def test_rows_have_as_many_cells_as_the_header(self):
+        tables, current = [], None
+        for line in render("SkylakeX").splitlines():
+            if line.startswith("|"):
+                if current is None:
+                    current = []
+                    tables.append(current)
+                current.append(line.strip().strip("|").split("|"))
+            else:
+                current = None
+        self.assertGreaterEqual(len(tables), 4)
+        for rows in tables:
+            for row in rows[1:]:
+                self.assertEqual(len(row), len(rows[0]), " | ".join(rows[0]))
 
 
 class DecodeTable(unittest.TestCase):
