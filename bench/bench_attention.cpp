@@ -49,9 +49,11 @@ enum AttnImpl { kAttnkern = 0, kUnfused = 1 };
 constexpr const char *kImplNames[] = {"attnkern", "unfused_onednn"};
 
 struct AttnShape {
-  bool decode; // decode/ (q_len 1 to 16, causal bottom-right) or attention/ (prefill)
+  // decode/ (q_len 1, no mask; or q_len 4-16, causal bottom-right) or
+  // attention/ (prefill).
+  bool decode;
   std::int64_t batch, heads, kv_heads, q_len, kv_len, d, dv;
-  bool causal; // AK_MASK_CAUSAL_TOP_LEFT, else AK_MASK_NONE
+  bool causal; // AK_MASK_CAUSAL_TOP_LEFT, else bottom_right() or AK_MASK_NONE
   // Causal sliding window (window/): query i sees keys [i - window + 1, i];
   // 0 = none. attnkern only: the unfused path would form all L^2 scores.
   std::int64_t window = 0;

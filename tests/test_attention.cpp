@@ -1268,6 +1268,30 @@ TEST_P(AttentionSemantics, DecodeEveryValueWidth) {
       }
 }
 
+// Items of 16 and 32 rows (GQA 16 and 32, one and two queries) read K and
+// V in place in groups of rows, with the keys split into chunks of 1024
+// (kv_len 2600: three, the last short) and merged; one batch entry sees
+// only 1500 keys.
+TEST_P(AttentionSemantics, SplitKeysWithGroupedRows) {
+  const std::pair<std::int64_t, std::int64_t> heads[] = {{16, 1}, {32, 2}};
+  for (const auto &[h, kvh] : heads)
+    for (std::int64_t q_len : {1, 2}) {
+      Shape s;
+      s.batch = 2;
+      s.heads = h;
+      s.kv_heads = kvh;
+      s.q_len = q_len;
+      s.kv_len = 2600;
+      s.head_dim = 64;
+      s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT;
+      s.kv_lens = {2600, 1500};
+      s.probs = false;
+      SCOPED_TRACE(describe(s));
+      Problem p = make_problem(s);
+      run_and_check(p);
+    }
+}
+
 AK_INSTANTIATE_PER_ISA(AttentionSemantics);
 
 // ------------------------------------------------------------ threads
@@ -1313,21 +1337,51 @@ TEST_P(AttentionDeterminism, Decode) {
   expect_same_bits_for_thread_counts(s);
 }
 
-// A group of 196 query heads over one kv head: 1 thread holds all 196 rows
-// in one item, 2 threads split them into items of 192 and 4 rows. Whether
-// an item reads K and V in place (a few rows) or packed must not follow
-// that split: it once did, and the 4 rows differed in their last bits.
+// A group of 196 (212) query heads over one kv head, q_len 1: 1 thread
+// holds all the rows in one item, 2 threads split them into items of 192
+// and 4 (20) rows. Whether an item reads K and V in place (a few rows) or
+// packed must not follow that split: it once did, and the 4 rows differed
+// in their last bits (with the limit at 32 rows, so would the 20).
 TEST_P(AttentionDeterminism, WideGroupSplitIntoItems) {
-  for (std::int64_t q_len : {1, 2}) {
+  for (std::int64_t heads : {196, 212}) {
     Shape s;
-    s.heads = 196;
+    s.heads = heads;
     s.kv_heads = 1;
-    s.q_len = q_len;
+    s.q_len = 1;
     s.kv_len = 300;
     s.head_dim = 64;
     s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT;
     expect_same_bits_for_thread_counts(s);
   }
+}
+
+// Few heads and q_len over 192: a team halves the rows per item, so the
+// items' query blocks differ from 1 thread's. The key blocks must not
+// follow them: they once started at an item's first visible key, so a
+// left window or a bottom-right mask moved the blocks (and with them the
+// online softmax's rescaling and exp's vector/scalar split) and the bits.
+// The third shape has a batch entry whose queries see no key at all.
+TEST_P(AttentionDeterminism, PrefillItemsSplitOnATeam) {
+  Shape a;
+  a.heads = 2;
+  a.kv_heads = 2;
+  a.q_len = 300;
+  a.kv_len = 300;
+  a.head_dim = 64;
+  a.mask = AK_MASK_CAUSAL_TOP_LEFT;
+  a.window_left = 50;
+  Shape b = a;
+  b.q_len = 230;
+  b.kv_len = 856;
+  b.window_left = -1;
+  b.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT;
+  Shape c = b;
+  c.batch = 2;
+  c.kv_heads = 1;
+  c.q_len = 359;
+  c.kv_len = 501;
+  c.kv_lens = {501, 241};
+  for (const Shape &s : {a, b, c}) expect_same_bits_for_thread_counts(s);
 }
 
 // Batched decode with GQA and ragged kv_lens around chunk-sized boundaries.

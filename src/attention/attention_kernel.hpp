@@ -8,8 +8,9 @@
 //   S = (scale Q) K^T         register-tiled GEMM micro-kernel on packed K
 //   mask, bias, online softmax per row (running max m, running sum l)
 //   O = O * exp(m_old - m_new) + P V   the same micro-kernel, packed V
-// and at the end out = O / l, lse = m + log l. Items of at most kDirectRows
-// rows (decode, a few queries of a GQA group) skip the packing and the
+// and at the end out = O / l, lse = m + log l. Where a query block's whole
+// group of heads has at most kDirectRows rows (decode, a few queries of a
+// GQA group; AttentionPlan::direct), items skip the packing and the
 // register tile: GEMV-like kernels read K and V in place
 // (key_block_direct). Scratch is per thread and sized by the blocks, never
 // by q_len x kv_len.
@@ -66,9 +67,10 @@ template <class Cfg> struct AttentionPlan {
   static constexpr std::int64_t kBk = (128 + NR - 1) / NR * NR; // keys per block
   static constexpr std::int64_t kKvChunk = 1024;                // keys per split chunk
   static constexpr std::int64_t kSplitMaxQ = 16; // split keys only for q blocks this short
-  // Items of at most kDirectRows rows read K and V in place (see
-  // AttentionItem::run), kDirectBk keys at a time; up to kDirectOneCall rows
-  // go to the GEMV-like kernels in one call, more in groups of rows.
+  // Items read K and V in place where q_len x group <= kDirectRows and d_v
+  // is a multiple of the vector width (`direct` below; AttentionItem::run),
+  // kDirectBk keys at a time; up to kDirectOneCall rows go to the GEMV-like
+  // kernels in one call, more in groups of rows.
   static constexpr std::int64_t kDirectRows = 32;
   static constexpr int kDirectOneCall = 8;
   static constexpr std::int64_t kDirectBk = 256;
@@ -89,8 +91,9 @@ template <class Cfg> struct AttentionPlan {
   // On a team, items of half the rows where the full ones would leave
   // fewer than 4 per thread (few heads, short L), so that the dynamic
   // schedule can still even the threads out. The rows an item holds change
-  // no result: each row's arithmetic is its own, and the keys a tile skips
-  // weigh exactly 0.
+  // no result: each row's arithmetic is its own, the keys a tile skips
+  // weigh exactly 0, and the key blocks lie on a grid of the shape's
+  // (AttentionItem::run).
   AttentionPlan(const AttentionArgs &a, int threads) {
     plan_rows(a, kRows);
     if (threads > 1 && items < 4 * threads) plan_rows(a, kRows / 2 / MR * MR);
@@ -199,8 +202,25 @@ public:
     for (std::int64_t r = 0; r < p_.rows_pad; ++r) st_.m[r] = ninf, st_.l[r] = 0.0f;
     for (std::int64_t x = 0; x < p_.rows_pad * p_.dv_pad; ++x) st_.acc[x] = 0.0f;
     if (a_.probs) fill_probs(ninf);
-    const std::int64_t block = direct_ ? Plan::kDirectBk : Plan::kBk;
-    for (std::int64_t j0 = u_lo_; j0 < u_hi_; j0 += block) key_block(j0, min64(j0 + block, u_hi_));
+    if (direct_) { // an item holds its whole group: [u_lo_, u_hi_) follows the shape
+      for (std::int64_t j0 = u_lo_; j0 < u_hi_; j0 += Plan::kDirectBk)
+        key_block(j0, min64(j0 + Plan::kDirectBk, u_hi_));
+    } else {
+      // Key blocks on a grid of the shape's (kBk apart from the chunk's
+      // first key, cut at the chunk's end or the entry's kv_lens), not from
+      // the first to the last key this item's rows see: the rows an item
+      // holds follow the thread count (AttentionPlan), and a row's online
+      // softmax and its exp's vector/scalar split follow the blocks. Bounded
+      // by the item's keys, 49 of 150 random prefill shapes (left windows,
+      // bottom-right masks, q_len over 192) gave other bits on 2-4 threads
+      // than on 1. The keys a block gains are masked for every row (tiles
+      // skip them); prefill and window rows of ak_bench measured no slower.
+      const std::int64_t end = min64(c1_, n_);
+      if (u_hi_ > u_lo_) // (else no row sees a key, and u_lo_ may not be one)
+        for (std::int64_t j0 = c0_ + (u_lo_ - c0_) / Plan::kBk * Plan::kBk; j0 < u_hi_;
+             j0 += Plan::kBk)
+          key_block(j0, min64(j0 + Plan::kBk, end));
+    }
     if (p_.split())
       write_partials(partial);
     else
@@ -425,10 +445,12 @@ private:
   // 35.2 GB/s; 8 and 64 rows ran at 0.77 and 0.80.
   static constexpr std::int64_t kKeysAhead = 16;
 
-  template <int M, class F> static void rows_dispatch(std::int64_t rows, F &&f) {
-    if constexpr (M <= kDirectOneCall) {
+  // f(std::integral_constant<int, rows>), for 1 <= rows <= Max.
+  template <int M, int Max = kDirectOneCall, class F>
+  static void rows_dispatch(std::int64_t rows, F &&f) {
+    if constexpr (M <= Max) {
       if (rows == M) return f(std::integral_constant<int, M>{});
-      rows_dispatch<M + 1>(rows, f);
+      rows_dispatch<M + 1, Max>(rows, f);
     }
   }
 
@@ -489,12 +511,13 @@ private:
     }
   }
 
-  // direct_scores for more than kDirectOneCall rows: each J keys go to the
-  // rows G at a time, so that K is read from memory once and from L1 by the
-  // other groups, and each group's Q vectors are loaded once per step (the
-  // kernel is bound by its arithmetic here, not by the stream). Requests
-  // ahead as in direct_scores. With direct_pv_grouped's strips, against
-  // groups of 8 rows x 2 keys (Q loaded per use) and 8 rows x 2 vectors (1
+  // direct_scores for more than kDirectOneCall rows: each J = 4 keys go to
+  // the rows G at a time (G = 4 on AVX-512, 2 where skinny_acc_budget is 8),
+  // so that K is read from memory once and from L1 by the other groups, and
+  // each group's Q vectors are loaded once per step (the kernel is bound by
+  // its arithmetic here, not by the stream). Requests ahead as in
+  // direct_scores. With direct_pv_grouped's strips, against groups of 8
+  // rows x 2 keys (Q loaded per use) and 8 rows x 2 vectors (AVX-512, 1
   // thread, d 128, 16 rows, 3 alternating runs of an ad-hoc harness):
   // +15-25 %.
   void direct_scores_grouped(std::int64_t bk, const float *kb, const float *vb, bool first) {
@@ -504,7 +527,7 @@ private:
     const std::int64_t ks = a_.k_strides[2], vs = a_.v_strides[2], dk = a_.dk;
     const auto keys = [&](std::int64_t j, auto n) {
       for (std::int64_t r0 = 0; r0 < rows_; r0 += G)
-        rows_dispatch<1>(min64(G, rows_ - r0), [&](auto m) {
+        rows_dispatch<1, G>(min64(G, rows_ - r0), [&](auto m) {
           skinny_k_tile<V, decltype(m)::value, decltype(n)::value, false, true>(
               0, dk, qpack_ + r0 * dk, dk, kb + j * ks, ks, scores_ + r0 * sld_ + j, sld_);
         });
@@ -524,7 +547,8 @@ private:
 
   // direct_pv for more than kDirectOneCall rows: each run of kPvKeys V rows
   // goes to the rows 4 at a time (from L1 after the first group), in strips
-  // of 4 vectors: 8 loads per 16 FMAs, against 10 for 8 rows x 2 vectors.
+  // of skinny_strip_vectors (AVX-512: 4 vectors, 8 loads per 16 FMAs,
+  // against 10 for 8 rows x 2 vectors; 2 vectors where the budget is 8).
   void direct_pv_grouped(std::int64_t bk, const float *vb, const float *kn, std::int64_t next) {
     constexpr int G = 4;
     const std::int64_t vs = a_.v_strides[2], ks = a_.k_strides[2];
@@ -533,7 +557,7 @@ private:
       prefetch_rows(kn, ks, a_.dk, j, je - j, next);
       const float *vr = vb + j * vs;
       for (std::int64_t r0 = 0; r0 < rows_; r0 += G)
-        rows_dispatch<1>(min64(G, rows_ - r0), [&](auto m) {
+        rows_dispatch<1, G>(min64(G, rows_ - r0), [&](auto m) {
           constexpr int M = decltype(m)::value, NVd = skinny_strip_vectors<V, M>();
           const float *w = scores_ + r0 * sld_ + j;
           float *acc = st_.acc + r0 * p_.dv_pad;

@@ -183,6 +183,9 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
 // requests ahead (for short rows that the hardware prefetcher is left to
 // stream: a step across the J rows reads J lines a row apart, a pattern it
 // does not follow); every sum sees the same terms in the same order.
+// AInRegisters: A's vectors loaded once per step into registers that the J
+// FMAs share, for callers bound by the arithmetic rather than by B's stream
+// (attention's grouped rows); by default each FMA loads its own (below).
 template <class V, int M, int J, bool RowByRow = false, bool AInRegisters = false>
 inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std::int64_t lda,
                           const float *b, std::int64_t ldb, float *sum, std::int64_t lds,
