@@ -372,12 +372,13 @@ using RowFilter = std::function<bool(std::int64_t, std::int64_t, std::int64_t)>;
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t j = 0; j < kv && !skipped(r); ++j) {
         const double want = ref.probs[at(r * kv + j)], got = p.probs[at(r * kv + j)];
-        // A masked key has weight 0; in a NaN row the header does not say
-        // whether it stays 0, so either is accepted there.
+        // A masked key has weight 0; in a row that is not a number (a NaN
+        // or +inf score: lse NaN or +inf) the header does not say whether
+        // it stays 0, so either is accepted there.
+        const bool nan_row = std::isnan(ref.lse[at(r)]) || ref.lse[at(r)] == kInf;
         const bool ok = std::isnan(want) ? std::isnan(got)
-                        : want == 0.0
-                            ? got == 0.0 || (std::isnan(ref.lse[at(r)]) && std::isnan(got))
-                            : std::fabs(got - want) <= tol.probs;
+                        : want == 0.0    ? got == 0.0 || (nan_row && std::isnan(got))
+                                         : std::fabs(got - want) <= tol.probs;
         if (!ok) fail("probs[" + std::to_string(r) + "," + std::to_string(j) + "]", got, want);
       }
   for (std::int64_t t = 0; t < kTail; ++t) {
@@ -888,6 +889,43 @@ TEST_P(AttentionSemantics, NanInQueryStaysInItsRow) {
             EXPECT_EQ(std::isnan(p.out.row(b, h, i)[c]), hit) << b << "," << h << "," << i;
           EXPECT_EQ(std::isnan(p.lse[at(p.row_index(b, h, i))]), hit) << b << "," << h << "," << i;
         }
+  }
+}
+
+// A +inf in a visible q entry gives its row +inf and -inf scores: if one is
+// +inf the row is NaN with lse = +inf (the float64 definition's log-sum-exp);
+// if all are -inf the row has no weight (out 0, lse -inf). Other rows keep
+// their values.
+TEST_P(AttentionSemantics, InfiniteQueryEntryStaysInItsRow) {
+  for (const NanCase &nan_case : nan_cases()) {
+    const Shape &s = nan_case.shape;
+    SCOPED_TRACE(describe(s));
+    for (const float k_sign : {1.0f, -1.0f}) { // the sign of k[:, 3]
+      Problem p = make_problem(s);
+      const std::int64_t nb = 1, nh = 2, ni = s.q_len - 2;
+      p.q.row(nb, nh, ni)[3] = kInf;
+      for (std::int64_t j = 0; j < s.kv_len; ++j) {
+        float &kj = p.k.row(nb, nh / p.group(), j)[3];
+        kj = k_sign * (std::fabs(kj) + 0.125f);
+      }
+      ASSERT_EQ(run(p), AK_OK) << ak_last_error();
+      const AttentionResult ref = reference(p);
+      EXPECT_TRUE(matches(p, ref));
+      // The test's premise: the planted row's kind.
+      const double want_lse = ref.lse[at(p.row_index(nb, nh, ni))];
+      ASSERT_EQ(want_lse, k_sign * kInf);
+      for (std::int64_t b = 0; b < s.batch; ++b)
+        for (std::int64_t h = 0; h < s.heads; ++h)
+          for (std::int64_t i = 0; i < s.q_len; ++i) {
+            const bool hit = b == nb && h == nh && i == ni;
+            const float lse = p.lse[at(p.row_index(b, h, i))];
+            EXPECT_EQ(lse, hit ? static_cast<float>(want_lse) : lse);
+            EXPECT_EQ(std::isfinite(lse), !hit) << b << "," << h << "," << i;
+            for (std::int64_t c = 0; c < p.dv(); ++c)
+              EXPECT_EQ(std::isnan(p.out.row(b, h, i)[c]), hit && want_lse == kInf)
+                  << b << "," << h << "," << i;
+          }
+    }
   }
 }
 

@@ -744,13 +744,15 @@ private:
 
 public:
   // out = acc / l; returns lse = m + log l (-inf and zeros when l == 0).
+  // A +inf score makes l (and so out) NaN, but the log-sum-exp itself is
+  // +inf, as in the float64 definition.
   static float finish_row(float m, float l, const float *acc, std::int64_t dv, float *out) {
     if (l == 0.0f) {
       for (std::int64_t d = 0; d < dv; ++d) out[d] = 0.0f;
       return -std::numeric_limits<float>::infinity();
     }
     for (std::int64_t d = 0; d < dv; ++d) out[d] = acc[d] / l;
-    return m + std::log(l);
+    return m == std::numeric_limits<float>::infinity() ? m : m + std::log(l);
   }
 
   // probs hold the masked scores (-inf where not visible): turn them into
@@ -761,6 +763,10 @@ public:
       for (std::int64_t j = 0; j < kv_len; ++j) pr[j] = 0.0f;
       return;
     }
+    // A row with a +inf score is not a number: its weights are NaN, as in a
+    // row with a NaN score (exp(s - inf) would give 0 to every finite key).
+    if (lse == std::numeric_limits<float>::infinity())
+      lse = std::numeric_limits<float>::quiet_NaN();
     const R vl = V::set1(lse);
     std::int64_t j = 0;
     for (; j + W <= kv_len; j += W) V::storeu(pr + j, vexp<V>(V::sub(V::loadu(pr + j), vl)));
