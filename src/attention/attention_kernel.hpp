@@ -180,9 +180,11 @@ public:
   // 1024 chunks per call: +3-6 % over 32 and 8 kv heads, kv 8192 and 32768).
   void run(std::int64_t index, float *partial, bool warm_next = false) {
     next_item_k_ = nullptr, next_item_keys_ = 0;
+    next_rows_ = 0;
     if (warm_next && index + 1 < p_.items) find_item_keys(index + 1);
     decode_index(index);
     setup_rows();
+    if (warm_next && index + 1 < p_.items && !p_.direct) plan_next_item(index + 1);
     // Few rows (decode, GQA groups, a few queries per step as in
     // speculative decoding): padding them to an MR-row tile would multiply
     // the arithmetic, and packing K and V would double their traffic or,
@@ -251,6 +253,47 @@ private:
     next_item_keys_ = min64(c0 + p_.chunk, a_.kv_len) - c0;
   }
 
+  // Packed items: the next item's Q rows and first K and V blocks, to be
+  // requested into L2 a few rows at a time while this item's last key block
+  // computes (prefetch_next). Short prefill (an encoder's L of 128-512 over
+  // many heads) reads a new head every item or two, and its first touch of
+  // Q, K and V otherwise waits on L3 or memory in the packing loops.
+  void plan_next_item(std::int64_t index) {
+    const ItemCoords c = coords(index);
+    const std::int64_t h0 = c.kvh * p_.group + c.hc * p_.heads_per_item;
+    const std::int64_t nh = min64(p_.heads_per_item, (c.kvh + 1) * p_.group - h0);
+    const std::int64_t i0 = c.qb * p_.bq, nq = min64(p_.bq, a_.q_len - i0);
+    const std::int64_t n = a_.kv_lens ? a_.kv_lens[c.b] : a_.kv_len;
+    const std::int64_t c0 = c.chunk * p_.chunk, c1 = min64(min64(c0 + p_.chunk, a_.kv_len), n);
+    const std::int64_t lo = max64(visible_keys(a_, n, i0).lo, c0);
+    const std::int64_t j0 = c0 + max64(lo - c0, 0) / Plan::kBk * Plan::kBk;
+    const std::int64_t keys = max64(min64(j0 + Plan::kBk, c1) - j0, 0);
+    next_q_ = a_.q + c.b * a_.q_strides[0] + h0 * a_.q_strides[1] + i0 * a_.q_strides[2];
+    next_nq_ = nq;
+    next_k_ = a_.k + c.b * a_.k_strides[0] + c.kvh * a_.k_strides[1] + j0 * a_.k_strides[2];
+    next_v_ = a_.v + c.b * a_.v_strides[0] + c.kvh * a_.v_strides[1] + j0 * a_.v_strides[2];
+    next_keys_ = keys;
+    next_rows_ = nh * nq + 2 * keys;
+    next_done_ = 0;
+  }
+
+  // Requests `count` more rows of the next item (plan_next_item): Q's rows,
+  // then K's, then V's.
+  void prefetch_next(std::int64_t count) {
+    const std::int64_t q_rows = next_rows_ - 2 * next_keys_;
+    for (const std::int64_t end = min64(next_done_ + count, next_rows_); next_done_ < end;
+         ++next_done_) {
+      const std::int64_t r = next_done_;
+      if (r < q_rows)
+        prefetch_row(next_q_ + r / next_nq_ * a_.q_strides[1] + r % next_nq_ * a_.q_strides[2],
+                     a_.dk);
+      else if (r < q_rows + next_keys_)
+        prefetch_row(next_k_ + (r - q_rows) * a_.k_strides[2], a_.dk);
+      else
+        prefetch_row(next_v_ + (r - q_rows - next_keys_) * a_.v_strides[2], a_.dv);
+    }
+  }
+
   void decode_index(std::int64_t index) {
     const ItemCoords c = coords(index);
     chunk_ = c.chunk, kvh_ = c.kvh, b_ = c.b;
@@ -290,14 +333,29 @@ private:
       }
       return;
     }
-    for (std::int64_t r = 0; r < p_.rows_pad; ++r) {
-      float *dst = qpack_ + (r / MR) * MR * dk + r % MR;
-      if (r < rows_) {
-        const float *src = a_.q + b_ * a_.q_strides[0] + head_of(r) * a_.q_strides[1] +
-                           query_of(r) * a_.q_strides[2];
-        for (std::int64_t d = 0; d < dk; ++d) dst[d * MR] = src[d] * a_.scale;
-      } else {
-        for (std::int64_t d = 0; d < dk; ++d) dst[d * MR] = 0.0f;
+    // A tile of MR queries of one head is equally spaced in Q: the GEMM's
+    // transposing pack (16 x 16 blocks in registers on AVX-512), then the
+    // scale in place (the same single rounding of q * scale).
+    for (std::int64_t r0 = 0; r0 < p_.rows_pad; r0 += MR) {
+      float *dst = qpack_ + r0 * dk;
+      if (r0 + MR <= rows_ && head_of(r0) == head_of(r0 + MR - 1)) {
+        const float *src = a_.q + b_ * a_.q_strides[0] + head_of(r0) * a_.q_strides[1] +
+                           query_of(r0) * a_.q_strides[2];
+        pack_a_sliver<MR>(dk, MR, src, a_.q_strides[2], 1, dst);
+        const reg vs = V::set1(a_.scale);
+        std::int64_t x = 0;
+        for (; x + W <= MR * dk; x += W) V::storeu(dst + x, V::mul(V::loadu(dst + x), vs));
+        for (; x < MR * dk; ++x) dst[x] *= a_.scale;
+        continue;
+      }
+      for (std::int64_t r = r0; r < r0 + MR; ++r) {
+        if (r < rows_) {
+          const float *src = a_.q + b_ * a_.q_strides[0] + head_of(r) * a_.q_strides[1] +
+                             query_of(r) * a_.q_strides[2];
+          for (std::int64_t d = 0; d < dk; ++d) dst[d * MR + r - r0] = src[d] * a_.scale;
+        } else {
+          for (std::int64_t d = 0; d < dk; ++d) dst[d * MR + r - r0] = 0.0f;
+        }
       }
     }
   }
@@ -332,9 +390,15 @@ private:
     // weigh only the keys of their span (the rest weigh exactly 0): a tile
     // on the causal diagonal does about the work of its visible triangle.
     mark_active_tiles(j0, j1);
+    // The next item's rows go out during the last block, spread over its
+    // row tiles (twice: Q K^T and P V).
+    const std::int64_t next_per_tile = next_rows_ > 0 && j0 + Plan::kBk >= u_hi_
+                                           ? ceil_div(next_rows_, 2 * ceil_div(rows_, MR))
+                                           : 0;
     // S = (scale Q) K^T over the active row tiles.
     for (std::int64_t r0 = 0; r0 < p_.rows_pad; r0 += MR) {
       const std::int64_t t = r0 / MR;
+      if (next_per_tile) prefetch_next(next_per_tile);
       if (!tile_active(t)) continue;
       for (std::int64_t jj = tile_lo_[t] / NR * NR; jj < tile_hi_[t]; jj += NR)
         sgemm_ukernel<V, MR, NV>(dk, qpack_ + r0 * dk, kpack_ + jj * dk, 1.0f, 0.0f,
@@ -362,6 +426,7 @@ private:
     // L1/L2) rather than packed.
     for (std::int64_t r0 = 0; r0 < p_.rows_pad; r0 += MR) {
       const std::int64_t t = r0 / MR;
+      if (next_per_tile) prefetch_next(next_per_tile);
       if (!tile_active(t)) continue;
       const std::int64_t k0 = tile_lo_[t], k1 = tile_hi_[t];
       for (std::int64_t d0 = 0; d0 < p_.dv_pad; d0 += NR)
@@ -786,6 +851,8 @@ private:
   bool direct_ = false;
   const float *next_item_k_ = nullptr; // see run()
   std::int64_t next_item_keys_ = 0;
+  const float *next_q_ = nullptr, *next_k_ = nullptr, *next_v_ = nullptr; // plan_next_item
+  std::int64_t next_nq_ = 1, next_keys_ = 0, next_rows_ = 0, next_done_ = 0;
   std::int64_t sld_ = 0; // stride of the score rows
 };
 
