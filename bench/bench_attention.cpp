@@ -6,13 +6,14 @@
 // are named
 //   attention/<impl>/d<d>_L<L>_<causal|nomask>/threads:<t>
 //   window/attnkern/d<d>_L<L>_w<W>/threads:<t>   (each query sees its W last keys)
+//   encoder/<impl>/b<batch>_h<heads>_d<d>_L<L>/threads:<t>   (no mask)
 //   decode/<impl>/h<heads>_kvh<kv heads>_d<d>[_q<q_len>]_kv<kv_len>/threads:<t>
 //   membw/read/256MiB/threads:<t>
 //   membw/copy/256MiB/threads:<t>
 // with <impl> = attnkern | unfused_onednn.
 //
-// The unfused path, per head (decode: per query head, with the softmax of
-// all heads' score rows done by one primitive call):
+// The unfused path, per batch entry and head (decode: per query head, with
+// the softmax of all heads' score rows done by one primitive call):
 //   S = scale * Q K^T            dnnl_sgemm('N', 'T') into a q_len x kv_len scratch
 //   S[i][j] = -inf for j > i     causal only (part of the timed path; decode
 //                                with q_len > 1: j > i + kv_len - q_len)
@@ -31,6 +32,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -49,16 +51,20 @@ enum AttnImpl { kAttnkern = 0, kUnfused = 1 };
 constexpr const char *kImplNames[] = {"attnkern", "unfused_onednn"};
 
 struct AttnShape {
-  // decode/ (q_len 1, no mask; or q_len 4-16, causal bottom-right) or
-  // attention/ (prefill).
+  // decode/ (q_len 1, no mask; or q_len 4-16, causal bottom-right),
+  // attention/ (prefill, batch 1, 8 heads) or encoder/ (prefill of short
+  // sequences over a batch and many heads, no mask).
   bool decode;
   std::int64_t batch, heads, kv_heads, q_len, kv_len, d, dv;
   bool causal; // AK_MASK_CAUSAL_TOP_LEFT, else bottom_right() or AK_MASK_NONE
   // Causal sliding window (window/): query i sees keys [i - window + 1, i];
   // 0 = none. attnkern only: the unfused path would form all L^2 scores.
   std::int64_t window = 0;
+  bool encoder = false;
 
-  const char *kind() const { return decode ? "decode" : window > 0 ? "window" : "attention"; }
+  const char *kind() const {
+    return decode ? "decode" : window > 0 ? "window" : encoder ? "encoder" : "attention";
+  }
   bool has_unfused() const { return window == 0; }
   // Decode of several queries: query i sees keys j <= i + kv_len - q_len.
   bool bottom_right() const { return decode && q_len > 1; }
@@ -69,6 +75,9 @@ struct AttnShape {
              std::to_string(kv_len);
     if (window > 0)
       return "d" + std::to_string(d) + "_L" + std::to_string(q_len) + "_w" + std::to_string(window);
+    if (encoder)
+      return "b" + std::to_string(batch) + "_h" + std::to_string(heads) + "_d" + std::to_string(d) +
+             "_L" + std::to_string(q_len);
     return "d" + std::to_string(d) + "_L" + std::to_string(q_len) +
            (causal ? "_causal" : "_nomask");
   }
@@ -88,8 +97,9 @@ struct AttnShape {
   // heads; with batch 1 the first kv_heads of them are a contiguous
   // [1, kv_heads, kv_len, d] tensor).
   std::string data_key() const {
-    return std::string(kind()) + "/h" + std::to_string(heads) + "_q" + std::to_string(q_len) +
-           "_kv" + std::to_string(kv_len) + "_d" + std::to_string(d) + "_dv" + std::to_string(dv);
+    return std::string(kind()) + "/b" + std::to_string(batch) + "_h" + std::to_string(heads) +
+           "_q" + std::to_string(q_len) + "_kv" + std::to_string(kv_len) + "_d" +
+           std::to_string(d) + "_dv" + std::to_string(dv);
   }
   float scale() const { return 1.0f / std::sqrt(static_cast<float>(d)); }
   std::size_t q_size() const { return static_cast<std::size_t>(batch * heads * q_len * d); }
@@ -143,6 +153,23 @@ std::vector<AttnShape> window_shapes() {
   for (std::int64_t L : {1024, 4096, 16384}) {
     AttnShape s{false, 1, 8, 8, L, L, 128, 128, true};
     s.window = 512;
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
+// Encoders: many short sequences at once (BERT-base at 128 tokens, ViT-B/16
+// at 224 px: 196 patches and a class token, BERT-large at 384 tokens as in
+// SQuAD). Each head's Q, K and V are 32-96 KiB: items are short, and the
+// per-item costs (packing, the first touch of each head's data) weigh more
+// than at L >= 1024.
+std::vector<AttnShape> encoder_shapes() {
+  std::vector<AttnShape> shapes;
+  for (const auto &[batch, heads, L] :
+       {std::array<std::int64_t, 3>{8, 12, 128}, std::array<std::int64_t, 3>{8, 12, 197},
+        std::array<std::int64_t, 3>{4, 16, 384}}) {
+    AttnShape s{false, batch, heads, heads, L, L, 64, 64, false};
+    s.encoder = true;
     shapes.push_back(s);
   }
   return shapes;
@@ -499,6 +526,7 @@ void BM_membw_copy(benchmark::State &state, int threads) {
 void register_attention_benchmarks() {
   std::vector<AttnShape> shapes = attention_shapes();
   for (const AttnShape &s : window_shapes()) shapes.push_back(s);
+  for (const AttnShape &s : encoder_shapes()) shapes.push_back(s);
   for (const AttnShape &s : decode_shapes()) shapes.push_back(s);
   for (const AttnShape &s : shapes) {
     for (int threads : bench_thread_counts()) {

@@ -28,12 +28,12 @@ import sys
 from collections import OrderedDict
 
 NAME_RE = re.compile(
-    r"^(sgemm_isa|sgemm_batched|sgemm|softmax|attention|window|decode|membw|peak)"
+    r"^(sgemm_isa|sgemm_batched|sgemm|softmax|attention|window|encoder|decode|membw|peak)"
     r"/([^/]+)/([^/]+)/threads:(\d+)(?:/|$)")
 
 # Every kind, in the order of the report.
 ALL_KINDS = ["peak", "sgemm", "sgemm_isa", "sgemm_batched", "softmax", "attention", "window",
-             "decode", "membw"]
+             "encoder", "decode", "membw"]
 # Instruction sets of the peak benchmarks, best first.
 ISA_ORDER = ["avx512", "avx2", "sse2", "neon", "scalar"]
 # Counters kept per benchmark (rates, per second).
@@ -267,6 +267,40 @@ def attention_table(entries, has_cv):
     line = summary_row("geomean all", rows, lambda r: True, 4, 2, 1, has_cv)
     if line:
         lines.append(line)
+    return lines
+
+
+ENCODER_RE = re.compile(r"^b(\d+)_h(\d+)_d(\d+)_L(\d+)$")
+
+
+def encoder_table(entries, has_cv):
+    """Short prefill over a batch and many heads (encoder/), no mask: GFLOP/s
+    of both implementations, their ratio, and attnkern's time per call."""
+    head = ["batch", "heads", "d", "L", "thr", "attnkern ms per call", "attnkern GFLOP/s",
+            "unfused oneDNN GFLOP/s", "attnkern/unfused"]
+    if has_cv:
+        head.append("max cv")
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---:"] * len(head)) + "|"]
+    rows = []
+    for (kind, shape, threads), by_impl in entries.items():
+        if kind != "encoder":
+            continue
+        m = ENCODER_RE.match(shape)
+        b, h, d, L = m.groups() if m else ("?", "?", "?", shape)
+        _, ms = cell(by_impl, "attnkern", "ms", 1)
+        ta, va = cell(by_impl, "attnkern", "flops", 1e9)
+        tu, vu = cell(by_impl, UNFUSED, "flops", 1e9)
+        r = ratio(va, vu)
+        cells = [b, h, d, L, str(threads), fmt(ms, 3), ta, tu, fmt(r, 2)]
+        if has_cv:
+            cells.append(noise(by_impl))
+        lines.append("| " + " | ".join(cells) + " |")
+        rows.append({"thr": threads, "vals": [va, vu], "ratios": [r]})
+    for t in sorted({r["thr"] for r in rows}):
+        line = summary_row(f"geomean {t} thr", rows, lambda r, t=t: r["thr"] == t,
+                           6, 2, 1, has_cv)
+        if line:
+            lines.append(line)
     return lines
 
 
@@ -1033,6 +1067,10 @@ def render(context, entries, reps):
                 "batch 1, 8 heads; GFLOP/s = useful FLOPs 8·2·2d per visible (query, key) "
                 "pair / real time)",
                 window_table(entries, has_cv))
+    if "encoder" in kinds:
+        section("### Encoder attention (short sequences over a batch and many heads, "
+                "q_len = kv_len = L, no mask; GFLOP/s = batch·heads·2·L²·2d / real time)",
+                encoder_table(entries, has_cv))
     if "decode" in kinds:
         section("### Attention decode (q_len 1, or a few queries per step with a causal "
                 "bottom-right mask; 32 query heads; GB/s = K and V "
@@ -1066,7 +1104,7 @@ def render(context, entries, reps):
             v, where = worst["softmax_variants"]
             out.append(f"- log-softmax/softmax_axis agreement: largest max-rel-diff to the "
                        f"double reference {v:.2g} ({where})")
-    for kind in ("attention", "decode"):
+    for kind in ("attention", "encoder", "decode"):
         if kind not in kinds:
             continue
         md = [(e.maxdiff, f"{shape} threads:{threads}")

@@ -2,8 +2,9 @@
 """bench/compare.py on a small synthetic ak_bench JSON: the thread-scaling
 table covers every thread count in the run, a missing peer value drops only
 its own column's entry from the geomean, the OpenBLAS warning appears only
-where OpenBLAS fell back to kernels without AVX, and the decode table reads
-q_len from the names that carry one. Standard library only."""
+where OpenBLAS fell back to kernels without AVX, the decode table reads
+q_len from the names that carry one, and the encoder table reads batch, heads,
+d and L from its names. Standard library only."""
 
 import json
 import os
@@ -53,6 +54,13 @@ def synthetic_run(corename):
                 "name": name, "run_name": name, "run_type": "iteration", "repetitions": 1,
                 "family_index": len(RATES), "real_time": 1.0, "time_unit": "ms",
                 "bytes": gbps * scale * 1e9, "flops": 4 * gbps * scale * 1e9})
+    # Encoder: short prefill over a batch and many heads.
+    for impl, gflops in (("attnkern", 80.0), ("unfused_onednn", 50.0)):
+        name = f"encoder/{impl}/b8_h12_d64_L128/threads:1/real_time"
+        benchmarks.append({
+            "name": name, "run_name": name, "run_type": "iteration", "repetitions": 1,
+            "family_index": len(RATES) + 1, "real_time": 2.5, "time_unit": "ms",
+            "flops": gflops * 1e9})
     return {"context": {"openblas_corename": corename, "attnkern_isa": "avx512"},
             "benchmarks": benchmarks}
 
@@ -131,6 +139,20 @@ class DecodeTable(unittest.TestCase):
         self.assertEqual(by_kv["4096"][head.index("q_len")], "4")
         self.assertEqual(by_kv["4096"][head.index("heads/kv heads")], "32/8 (GQA)")
         self.assertEqual(by_kv["4096"][head.index("attnkern/unfused")], "2.00")
+
+
+class EncoderTable(unittest.TestCase):
+    def test_shape_columns_ratio_and_time(self):
+        rows = table_after(render("SkylakeX"), "### Encoder attention")
+        head = rows[0]
+        row = rows[2]
+        self.assertEqual([row[head.index(c)] for c in ("batch", "heads", "d", "L", "thr")],
+                         ["8", "12", "64", "128", "1"])
+        self.assertEqual(row[head.index("attnkern/unfused")], "1.60")
+        self.assertEqual(row[head.index("attnkern ms per call")], "2.500")
+        geo = rows[3]
+        self.assertTrue(geo[0].startswith("**geomean 1 thr**"))
+        self.assertEqual(geo[head.index("attnkern/unfused")], "1.60")
 
 
 class OpenBlasWarning(unittest.TestCase):
