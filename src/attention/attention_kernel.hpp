@@ -376,12 +376,12 @@ private:
     const std::int64_t bk = j1 - j0, dk = a_.dk;
     const float *kb = a_.k + b_ * a_.k_strides[0] + kvh_ * a_.k_strides[1];
     const float *vb = a_.v + b_ * a_.v_strides[0] + kvh_ * a_.v_strides[1];
-    // K^T block as the GEMM's B: NR keys per sliver, dk deep.
-    for (std::int64_t s = 0; s * NR < p_.bk_pad; ++s) {
-      const std::int64_t jj = s * NR;
-      const int cols = static_cast<int>(max64(min64(NR, bk - jj), 0));
-      const float *src = cols > 0 ? kb + (j0 + jj) * a_.k_strides[2] : kb;
-      pack_b_sliver<NR>(dk, cols, src, 1, a_.k_strides[2], kpack_ + jj * dk);
+    // K^T block as the GEMM's B: NR keys per sliver, dk deep; only the
+    // slivers that hold keys (the tiles below form no others).
+    for (std::int64_t jj = 0; jj < bk; jj += NR) {
+      const int cols = static_cast<int>(min64(NR, bk - jj));
+      pack_b_sliver<NR>(dk, cols, kb + (j0 + jj) * a_.k_strides[2], 1, a_.k_strides[2],
+                        kpack_ + jj * dk);
     }
     // Row tiles none of whose rows sees a key of this block (above the
     // causal diagonal, left of a window) are skipped throughout: their

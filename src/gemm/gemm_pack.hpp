@@ -42,21 +42,22 @@ inline void transpose16x16(__m512 r[16]) {
   }
 }
 
-// The transposing pack (all R lanes full, each contiguous along k) for k in
-// [0, kc16), a multiple of 16: 16 x 16 blocks transposed in registers, in
-// place of one scalar load and store per element. Groups of up to 16 lanes;
-// a group of fewer than 16 (R = 12) is padded with zero rows and stored
-// through a lane mask.
+// The transposing pack (the first `lanes` of R lanes, each contiguous along
+// k; zeros in the others) for k in [0, kc16), a multiple of 16: 16 x 16
+// blocks transposed in registers, in place of one scalar load and store per
+// element. Groups of up to 16 lanes; a group of fewer than 16 (R = 12) is
+// padded with zero rows and stored through a lane mask.
 template <int R>
 inline void pack_transpose_avx512(std::int64_t kc16, const float *src, std::int64_t lane_stride,
-                                  float *dst) {
+                                  float *dst, int lanes = R) {
   for (int g = 0; g < R; g += 16) {
     const int n = R - g < 16 ? R - g : 16;
+    const int loaded = lanes - g < 0 ? 0 : lanes - g < n ? lanes - g : n;
     const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1u);
     for (std::int64_t p = 0; p < kc16; p += 16) {
       __m512 r[16];
       for (int i = 0; i < 16; ++i)
-        r[i] = i < n ? _mm512_loadu_ps(src + (g + i) * lane_stride + p) : _mm512_setzero_ps();
+        r[i] = i < loaded ? _mm512_loadu_ps(src + (g + i) * lane_stride + p) : _mm512_setzero_ps();
       transpose16x16(r);
       for (int q = 0; q < 16; ++q) _mm512_mask_storeu_ps(dst + (p + q) * R + g, mask, r[q]);
     }
@@ -92,6 +93,17 @@ inline void pack_sliver(std::int64_t kc, int lanes, const float *__restrict src,
 #pragma GCC unroll 64
       for (int i = 0; i < R; ++i) dst[i] = src[i * lane_stride + p];
     }
+  } else if (k_stride == 1) {
+    // The same with some lanes empty (an edge: the last keys of a block of
+    // attention's K, the last rows of A); no lane is read past `lanes`.
+    std::int64_t p = 0;
+#if defined(__AVX512F__)
+    p = kc / 16 * 16;
+    pack_transpose_avx512<R>(p, src, lane_stride, dst, lanes);
+    dst += p * R;
+#endif
+    for (; p < kc; ++p, dst += R)
+      for (int i = 0; i < R; ++i) dst[i] = i < lanes ? src[i * lane_stride + p] : 0.0f;
   } else {
     for (std::int64_t p = 0; p < kc; ++p, dst += R)
       for (int i = 0; i < R; ++i) dst[i] = i < lanes ? src[i * lane_stride + p * k_stride] : 0.0f;
