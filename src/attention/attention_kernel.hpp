@@ -75,6 +75,7 @@ template <class Cfg> struct AttentionPlan {
   static constexpr int kDirectOneCall = 8;
   static constexpr std::int64_t kDirectBk = 256;
   static_assert(kDirectRows <= kBk, "direct items save their accumulator in the V block");
+  static_assert(kDirectBk % 16 == 0, "a score row has room for whole vectors (softmax_update)");
   static_assert(kRows <= kMaxRows, "row arrays are sized for kMaxRows");
 
   std::int64_t group, bq, heads_per_item, n_hc, n_qb, n_chunks, chunk;
@@ -741,7 +742,12 @@ private:
     // Only the vectors that hold visible keys take exp; the others hold
     // -inf alone, whose weight is 0 (a causal diagonal block's rows see
     // half of it on average).
-    const std::int64_t bk_vec = bk / W * W;
+    // A block's last keys short of a vector take it whole: the row has room
+    // up to a multiple of the width (sld_), and -inf there weighs 0. (One
+    // std::exp per key took as long as the block's vectors: L 197, 69 keys
+    // in its second block.)
+    const std::int64_t bk_vec = (bk + W - 1) / W * W;
+    for (std::int64_t j = bk; j < bk_vec; ++j) s[j] = ninf;
     const std::int64_t x0 = min64(a / W * W, bk_vec), x1 = min64((e + W - 1) / W * W, bk_vec);
     std::int64_t j = 0;
     for (; j < x0; j += W) V::storeu(s + j, V::zero());
@@ -751,13 +757,8 @@ private:
       sum = V::add(sum, pj);
     }
     for (; j < bk_vec; j += W) V::storeu(s + j, V::zero());
-    float tail = 0.0f;
-    for (; j < bk; ++j) {
-      s[j] = std::exp(s[j] - shift);
-      tail += s[j];
-    }
     const float corr = m_old == m_new ? 1.0f : std::exp(m_old - shift);
-    st_.l[r] = st_.l[r] * corr + (V::reduce_add(sum) + tail);
+    st_.l[r] = st_.l[r] * corr + V::reduce_add(sum);
     st_.m[r] = m_new;
     if (corr != 1.0f) {
       float *acc = st_.acc + r * p_.dv_pad;
