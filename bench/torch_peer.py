@@ -12,6 +12,9 @@ What it measures (batch 1, fp32, contiguous [batch, heads, seq, dim]):
            no mask and causal (top-left, which is what SDPA's is_causal means).
            GFLOP/s count 2*L*L*(d+d) per head (q k^T and p v), halved for
            causal: the useful work, the same count for both libraries.
+  encoder  the same call on many short sequences (an encoder's self-attention):
+           batch 8 x 12 heads at L 128 (BERT-base) and 197 (ViT-B/16), batch
+           4 x 16 heads at L 384 (BERT-large, SQuAD), head_dim 64, no mask.
   decode   q_len 1, 32 query heads, head_dim 128, kv_len 8192 and 32768, 32 kv
            heads (MHA) and 8 (GQA). GB/s count K and V read once:
            kv_heads*kv_len*128*4*2 bytes. GQA uses SDPA's enable_gqa=True
@@ -121,7 +124,7 @@ def parse_args(argv):
     p.add_argument("--out", default=None, help="also write the Markdown report here")
     p.add_argument("--quick", action="store_true",
                    help="fewer shapes: L = 1024 only, kv_len = 8192 only")
-    p.add_argument("--tables", default="prefill,decode,verify,softmax,sgemm",
+    p.add_argument("--tables", default="prefill,encoder,decode,verify,softmax,sgemm",
                    help="comma list of the tables to run "
                         "(default prefill,decode,verify,softmax,sgemm)")
     args = p.parse_args(argv)
@@ -302,6 +305,23 @@ def prefill_case(np, torch, ak, attnkern, rng, d, L, causal):
                 "mask=Mask.CAUSAL_TOP_LEFT or Mask.NONE)")
 
 
+def encoder_case(np, torch, ak, rng, batch, heads, L, d=64):
+    q, k, v = (randn(np, rng, (batch, heads, L, d)) for _ in range(3))
+    out = np.empty_like(q)
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def run_ak():
+        return ak.attention(q, k, v, out=out)
+
+    def run_torch():
+        return sdpa(tq, tk, tv)
+
+    flops = batch * heads * 2.0 * L * L * (d + d)
+    return Case("encoder", [batch, heads, d, L], flops, run_ak, run_torch, ATTENTION_TOL,
+                "sdpa(q, k, v) against attention(q, k, v)")
+
+
 def sdpa_has_enable_gqa(torch):
     """Whether this torch's SDPA takes enable_gqa (added in torch 2.5)."""
     q = torch.zeros(1, 4, 1, 8)
@@ -459,6 +479,9 @@ def case_builders(np, torch, ak, attnkern, quick):
             for causal in (False, True):
                 builders.append(("prefill", lambda d=d, L=L, c=causal:
                                 prefill_case(np, torch, ak, attnkern, rng, d, L, c)))
+    for batch, heads, L in ((8, 12, 128), (8, 12, 197), (4, 16, 384)):
+        builders.append(("encoder", lambda b=batch, h=heads, L=L:
+                         encoder_case(np, torch, ak, rng, b, h, L)))
     for kv_len in kv_lengths:
         for kv_heads in (32, 8):
             builders.append(("decode", lambda n=kv_len, h=kv_heads:
@@ -507,7 +530,7 @@ def measure(np, torch, ak, case, t, reps, min_time):
            "ak": case.work / t_ak, "torch": case.work / t_torch,
            "ratio": t_torch / t_ak, "err": err, "ok": ok,
            "torch_call": case.torch_call}
-    unit = "GFLOP/s" if case.table in ("prefill", "verify", "sgemm") else "GB/s"
+    unit = "GFLOP/s" if case.table in ("prefill", "encoder", "verify", "sgemm") else "GB/s"
     progress(f"{case.label} threads {t}: attnkern {row['ak'] / 1e9:.1f} {unit}, "
              f"torch {row['torch'] / 1e9:.1f} {unit}, ratio {row['ratio']:.2f}, "
              f"rel diff {err:.2g}{'' if ok else ' FAIL'}")
@@ -536,6 +559,8 @@ TABLES = {
     # table: (title, leading column names, unit)
     "prefill": ("Prefill (8 heads, batch 1): GFLOP/s of useful work",
                 ["d", "L", "mask"], "GFLOP/s"),
+    "encoder": ("Encoder (short sequences over a batch and many heads, no mask): GFLOP/s",
+                ["batch", "heads", "d", "L"], "GFLOP/s"),
     "decode": ("Decode (q_len 1, head_dim 128, no mask): GB/s of K and V read once",
                ["heads/kv heads", "kv_len"], "GB/s"),
     "verify": ("A few queries per step (head_dim 128, causal bottom-right): GFLOP/s of "
@@ -578,7 +603,7 @@ def table_lines(name, rows, thread_counts):
         lines.append(fmt_row(cells + ([""] if call_col else [])))
     if not call_col and calls[0]:
         lines += ["", f"torch call: {calls[0]}"]
-    if name in ("prefill", "decode", "verify"):
+    if name in ("prefill", "encoder", "decode", "verify"):
         lines += ["", "sdpa = torch.nn.functional.scaled_dot_product_attention"]
     lines.append("")
     return lines
