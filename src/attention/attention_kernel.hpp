@@ -271,8 +271,13 @@ private:
     const std::int64_t keys = max64(min64(j0 + Plan::kBk, c1) - j0, 0);
     next_q_ = a_.q + c.b * a_.q_strides[0] + h0 * a_.q_strides[1] + i0 * a_.q_strides[2];
     next_nq_ = nq;
-    next_k_ = a_.k + c.b * a_.k_strides[0] + c.kvh * a_.k_strides[1] + j0 * a_.k_strides[2];
-    next_v_ = a_.v + c.b * a_.v_strides[0] + c.kvh * a_.v_strides[1] + j0 * a_.v_strides[2];
+    // (No key: no pointer formed, as j0 may lie past the tensor's end.)
+    next_k_ = keys > 0
+                  ? a_.k + c.b * a_.k_strides[0] + c.kvh * a_.k_strides[1] + j0 * a_.k_strides[2]
+                  : nullptr;
+    next_v_ = keys > 0
+                  ? a_.v + c.b * a_.v_strides[0] + c.kvh * a_.v_strides[1] + j0 * a_.v_strides[2]
+                  : nullptr;
     next_keys_ = keys;
     next_rows_ = nh * nq + 2 * keys;
     next_done_ = 0;
