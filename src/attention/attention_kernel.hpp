@@ -921,17 +921,21 @@ template <class V, class Cfg> KernelStatus attention(const AttentionArgs &a, int
     // 262144 29.9 -> 29.7 and 25.8 -> 27.6 GB/s, 32 heads at kv 8192 28.1 ->
     // 28.7, over 8 kv heads 33.6 -> 35.8 (a plain static share: within
     // +-5 % of these).
-    // Packed items go out in runs too (an eighth of a share) where they all
-    // do the same work (no mask, window or kv_lens), so that a thread can
-    // request its next item's rows (AttentionItem::plan_next_item): 2
-    // threads, batch 8, 12 heads, d 64, L 128 / 197 136-147 -> 149 / 132 ->
-    // 138 GFLOP/s. With a causal mask the later items see more keys, and
-    // runs cost the balance (L 2048 -9 to -12 %).
-    const bool uniform = a.mask == 0 && a.window_left < 0 && a.window_right < 0 && !a.kv_lens;
-    const std::int64_t run_len = !team          ? 1
-                                 : plan.split() ? max64(1, plan.items / (4 * threads))
-                                 : uniform      ? max64(1, plan.items / (8 * threads))
-                                                : 1;
+    // Short packed items (kShortItemKeys keys at most: an encoder's) go out
+    // in runs too (an eighth of a share) where they all do the same work (no
+    // mask, window or kv_lens), so that a thread can request its next item's
+    // rows (AttentionItem::plan_next_item): 2 threads, batch 8, 12 heads, d
+    // 64, L 128 / 197 136-147 -> 149 / 132 -> 138 GFLOP/s. Longer items gain
+    // less than the last run's imbalance costs (4 x 16 heads at L 384: 144-151
+    // -> 137-152); with a causal mask the later items see more keys, and runs
+    // cost the balance (L 2048 -9 to -12 %).
+    constexpr std::int64_t kShortItemKeys = 256;
+    const bool short_uniform = a.kv_len <= kShortItemKeys && a.mask == 0 && a.window_left < 0 &&
+                               a.window_right < 0 && !a.kv_lens;
+    const std::int64_t run_len = !team           ? 1
+                                 : plan.split()  ? max64(1, plan.items / (4 * threads))
+                                 : short_uniform ? max64(1, plan.items / (8 * threads))
+                                                 : 1;
     team_for_dynamic(
         team, plan.items,
         [&](std::int64_t it) { item.run(it, partial, !team || (it + 1) % run_len != 0); }, run_len);
