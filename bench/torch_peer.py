@@ -5,7 +5,8 @@
     python3 bench/torch_peer.py --lib build-rel/libattnkern.so --quick --out torch.md
     python3 bench/torch_peer.py --tables softmax --threads 1,4,16 --reps 7
 
-What it measures (batch 1, fp32, contiguous [batch, heads, seq, dim]):
+What it measures (fp32, contiguous [batch, heads, seq, dim], batch 1 but for
+encoder):
 
   prefill  torch.nn.functional.scaled_dot_product_attention against
            ak_attention, 8 heads, head_dim 64 and 128, L = 1024 and 4096,
@@ -126,7 +127,7 @@ def parse_args(argv):
                    help="fewer shapes: L = 1024 only, kv_len = 8192 only")
     p.add_argument("--tables", default="prefill,encoder,decode,verify,softmax,sgemm",
                    help="comma list of the tables to run "
-                        "(default prefill,decode,verify,softmax,sgemm)")
+                        "(default prefill,encoder,decode,verify,softmax,sgemm)")
     args = p.parse_args(argv)
     args.tables = set(t.strip() for t in args.tables.split(",") if t.strip())
     unknown = args.tables - set(TABLES)

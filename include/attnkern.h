@@ -176,8 +176,8 @@ AK_API void ak_attention_desc_init(ak_attention_desc *d);
    makes that query's output row NaN, a NaN in a visible v entry the output
    entries it feeds. lse = log sum_j exp(scale q.k_j + bias_j) over the
    visible keys: a score of +inf (from an infinite q, k or bias entry) makes
-   the row's output and probs NaN and its lse +inf; scores of -inf weigh 0. struct_size must equal sizeof(ak_attention_desc) of this
-   header version.
+   the row's output and probs NaN and its lse +inf; scores of -inf weigh 0.
+   struct_size must equal sizeof(ak_attention_desc) of this header version.
    Strides: q_strides etc. give the [batch, head, seq] strides of a tensor
    whose last (head_dim) axis is contiguous; all three 0 means contiguous
    [batch, heads, seq, dim]. bias_strides are taken as given (0 broadcasts
