@@ -9,6 +9,9 @@ struct CpuFeatures {
   bool avx2_fma = false; // AVX2 + FMA3, with the OS saving YMM state
   bool avx512 = false;   // F + BW + DQ + VL, with the OS saving ZMM state
   bool neon = false;
+  // CPUID vendor "GenuineIntel". For tuning choices measured to differ
+  // between vendors (softmax_rows' streaming stores); never for results.
+  bool intel = false;
 };
 
 // Detected once; cheap to call afterwards.

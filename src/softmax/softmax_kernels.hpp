@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "../cpu_features.hpp"
+#include "../scratch.hpp"
 #include "../simd.hpp"
 #include "../threading.hpp"
 #include "../vexp.hpp"
@@ -567,6 +569,32 @@ private:
   int left_; // items left without a guess; -1: never
 };
 
+// Softmax rows whose output is large go through a per-thread row buffer
+// (in L1/L2) and reach y in streaming stores, on Intel CPUs: an ordinary
+// store's miss first reads y's line (a third transfer besides x's read and
+// y's write), and one Intel core's bandwidth is bound by its misses in
+// flight. 2-core Xeon VM (L2 2 MiB), 4096 x 4096 out of cache, ak_bench
+// A/B, alternating runs, medians of 3-5, GB/s: AVX-512 1 thread 9.9-11.0 ->
+// 12.7-13.3, 2 threads 19.5-20.2 -> 20.2-25.5; AVX2, bound by its
+// arithmetic, lost (1 thread 8.5-9.6 -> 5.5-8.7), hence AVX-512 only. On
+// the Zen 4 VM the same scheme lost (1 thread 2.3 -> 1.6 Gelem/s, 2
+// threads 3.3 -> 3.0, bench/README.md), hence Intel only. Outputs below 32
+// MiB keep ordinary stores: what the caller reads next is then likely still
+// in cache. Rows longer than kStreamRowMax floats would not fit the buffer
+// in L2. The same arithmetic either way: only where y's bits are stored.
+constexpr std::int64_t kStreamRowsBytes = std::int64_t{32} << 20;
+constexpr std::int64_t kStreamRowMax = 65536;
+
+// dst[0:n) = src[0:n): whole vectors at vector-aligned addresses of dst in
+// streaming stores, the few floats before and after them in plain ones.
+template <class V> void store_row_streaming(const float *src, float *dst, std::int64_t n) {
+  constexpr int W = V::width;
+  std::int64_t j = 0;
+  for (; j < n && reinterpret_cast<std::uintptr_t>(dst + j) % (W * 4) != 0; ++j) dst[j] = src[j];
+  for (; j + W <= n; j += W) V::store_stream(dst + j, V::loadu(src + j));
+  for (; j < n; ++j) dst[j] = src[j];
+}
+
 template <class V>
 void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int64_t ldx, float *y,
                   std::int64_t ldy, bool log, int threads) {
@@ -579,7 +607,11 @@ void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int
   // A thread per 4096 elements at least (a few microseconds of work each).
   threads = threads_for_work(threads, static_cast<double>(rows) * cols, 1 << 12);
   if (threads > items) threads = static_cast<int>(items);
-  parallel_for_static(threads, threads, [&](std::int64_t t) {
+  const bool stream = V::width == 16 && cpu_features().intel && !log && x != y && per_item == 1 &&
+                      cols <= kStreamRowMax &&
+                      static_cast<double>(rows) * static_cast<double>(cols) * 4 >= kStreamRowsBytes;
+  // staged: the row buffer, or nullptr (rows written straight into y)
+  const auto thread_rows = [&](std::int64_t t, float *staged) {
     // log-softmax, and softmax out of place with FMA, guess
     GuessGate gate(log || (V::has_fma && x != y));
     for (std::int64_t it = items * t / threads; it < items * (t + 1) / threads; ++it) {
@@ -597,11 +629,18 @@ void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int
         held = softmax_rows_at<V, R>(xs, ys, cols, log, next, gate.open());
       } else {
         const float *xs[1] = {x + r0 * ldx}, *next[1] = {row_at(r0 + 1)};
-        float *ys[1] = {y + r0 * ldy};
+        float *ys[1] = {staged ? staged : y + r0 * ldy};
         held = softmax_rows_at<V, 1>(xs, ys, cols, log, next, gate.open());
+        if (staged) store_row_streaming<V>(staged, y + r0 * ldy, cols);
       }
       gate.after(held);
     }
+    if (staged) V::stream_fence(); // y complete before the caller reads it
+  };
+  parallel_for_static(threads, threads, [&](std::int64_t t) {
+    if (!stream) return thread_rows(t, nullptr);
+    Scratch stage(static_cast<std::size_t>(cols));
+    thread_rows(t, stage.data()); // without memory for it, ordinary stores
   });
 }
 
