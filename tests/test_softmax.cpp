@@ -630,7 +630,7 @@ TEST_P(Softmax, RowsGuessConfirmedOrRedone) {
       }
 }
 
-// Softmax outputs of 32 MiB and more, on AVX-512 Intel CPUs, are staged
+// Softmax and log-softmax outputs of 32 MiB and more, on AVX-512 Intel CPUs, are staged
 // row by row and stored with streaming stores (softmax_rows); elsewhere this
 // checks the ordinary path at the same size. Rows y aligned to a vector,
 // off by one float with padded rows (left untouched), and in place (never
@@ -649,37 +649,43 @@ TEST_P(Softmax, LargeOutputRowsSameBitsWhereverStored) {
   std::vector<float> store(static_cast<std::size_t>(rows * ld) + 32, canary());
   const auto base = reinterpret_cast<std::uintptr_t>(store.data());
   float *const aligned = store.data() + (64 - base % 64) % 64 / sizeof(float);
-  std::vector<float> first;
-  for (const int threads : {1, 2})
-    for (const int mode : {0, 1, 2}) { // aligned y, y one float off and padded, in place
-      SCOPED_TRACE("threads=" + std::to_string(threads) + " mode=" + std::to_string(mode));
-      ASSERT_EQ(ak_set_num_threads(threads), AK_OK);
-      std::fill(store.begin(), store.end(), canary());
-      std::vector<float> in_place;
-      if (mode == 2) in_place = x;
-      float *y = mode == 0 ? aligned : mode == 1 ? aligned + 1 : in_place.data();
-      const std::int64_t ldy = mode == 1 ? ld : cols;
-      const float *src = mode == 2 ? y : x.data();
-      ASSERT_EQ(ak_softmax(rows, cols, src, cols, y, ldy), AK_OK) << ak_last_error();
-      std::vector<float> got(n);
-      for (std::int64_t r = 0; r < rows; ++r) {
-        std::memcpy(&got[static_cast<std::size_t>(r * cols)], y + r * ldy,
-                    static_cast<std::size_t>(cols) * sizeof(float));
-        for (std::int64_t j = cols; j < ldy; ++j) {
-          ASSERT_TRUE(is_canary(y[r * ldy + j])) << "row " << r << ": padding written";
+  for (const bool log : {false, true}) {
+    std::vector<float> first;
+    for (const int threads : {1, 2})
+      for (const int mode : {0, 1, 2}) { // aligned y, y one float off and padded, in place
+        SCOPED_TRACE(std::string(log ? "log " : "") + "threads=" + std::to_string(threads) +
+                     " mode=" + std::to_string(mode));
+        ASSERT_EQ(ak_set_num_threads(threads), AK_OK);
+        std::fill(store.begin(), store.end(), canary());
+        std::vector<float> in_place;
+        if (mode == 2) in_place = x;
+        float *y = mode == 0 ? aligned : mode == 1 ? aligned + 1 : in_place.data();
+        const std::int64_t ldy = mode == 1 ? ld : cols;
+        const float *src = mode == 2 ? y : x.data();
+        ASSERT_EQ(log ? ak_log_softmax(rows, cols, src, cols, y, ldy)
+                      : ak_softmax(rows, cols, src, cols, y, ldy),
+                  AK_OK)
+            << ak_last_error();
+        std::vector<float> got(n);
+        for (std::int64_t r = 0; r < rows; ++r) {
+          std::memcpy(&got[static_cast<std::size_t>(r * cols)], y + r * ldy,
+                      static_cast<std::size_t>(cols) * sizeof(float));
+          for (std::int64_t j = cols; j < ldy; ++j) {
+            ASSERT_TRUE(is_canary(y[r * ldy + j])) << "row " << r << ": padding written";
+          }
+        }
+        ASSERT_TRUE(mode != 0 || is_canary(y[n])) << "written past the end";
+        if (first.empty()) {
+          first = got;
+          for (std::int64_t r = 0; r < rows; ++r)
+            expect_row(&got[static_cast<std::size_t>(r * cols)],
+                       &x[static_cast<std::size_t>(r * cols)], cols, log, kSoftmaxRel,
+                       "row " + std::to_string(r));
+        } else {
+          ASSERT_EQ(0, std::memcmp(first.data(), got.data(), n * sizeof(float)));
         }
       }
-      ASSERT_TRUE(mode != 0 || is_canary(y[n])) << "written past the end";
-      if (first.empty()) {
-        first = got;
-        for (std::int64_t r = 0; r < rows; ++r)
-          expect_row(&got[static_cast<std::size_t>(r * cols)],
-                     &x[static_cast<std::size_t>(r * cols)], cols, false, kSoftmaxRel,
-                     "row " + std::to_string(r));
-      } else {
-        ASSERT_EQ(0, std::memcmp(first.data(), got.data(), n * sizeof(float)));
-      }
-    }
+  }
 }
 
 AK_INSTANTIATE_PER_ISA(Softmax);
