@@ -573,18 +573,18 @@ private:
 // per-thread row buffer (in L1/L2) and reach y in streaming stores, on
 // Intel CPUs: an ordinary store's miss first reads y's line (a third
 // transfer besides x's read and y's write), and one Intel core's bandwidth
-// is bound by its misses in flight. Softmax: 2-core Xeon VM (L2 2 MiB),
-// 4096 x 4096 out of cache, ak_bench A/B, alternating runs, medians of
-// 3-5, GB/s: AVX-512 1 thread 9.9-11.0 -> 12.7-13.3, 2 threads 19.5-20.2 -> 20.2-25.5; AVX2, bound by its
-// arithmetic, lost (1 thread 8.5-9.6 -> 5.5-8.7), hence AVX-512 only. On
-// the Zen 4 VM the same scheme lost (1 thread 2.3 -> 1.6 Gelem/s, 2
-// threads 3.3 -> 3.0, bench/README.md), hence Intel only. Outputs below 32
-// MiB keep ordinary stores: what the caller reads next is then likely still
-// in cache. Rows longer than kStreamRowMax floats would not fit the buffer
-// in L2. The same arithmetic either way: only where y's bits are stored.
-// Log-softmax, 4096 x 4096 not rotated (as out of cache here), two
-// alternating runs: 1 thread 9.6 / 10.0 -> 14.3 / 14.1, 2 threads 18.8 /
-// 18.2 -> 29.5 / 26.4; 1024 x 1024 (not staged) unchanged.
+// is bound by its misses in flight. 2-core Xeon VM (L2 2 MiB), ak_bench
+// A/B, alternating runs, medians of 3-5, GB/s. Softmax, 4096 x 4096 out of
+// cache: AVX-512 1 thread 9.9-11.0 -> 12.7-13.3, 2 threads 19.5-20.2 ->
+// 20.2-25.5; AVX2, bound by its arithmetic, lost (1 thread 8.5-9.6 ->
+// 5.5-8.7), hence AVX-512 only. Log-softmax, 4096 x 4096 not rotated (out
+// of cache all the same here): 1 thread 9.6 / 10.0 -> 14.3 / 14.1, 2
+// threads 18.8 / 18.2 -> 29.5 / 26.4. On the Zen 4 VM the same scheme lost
+// (softmax, 1 thread 2.3 -> 1.6 Gelem/s, 2 threads 3.3 -> 3.0,
+// bench/README.md), hence Intel only. Outputs below 32 MiB keep ordinary
+// stores: what the caller reads next is then likely still in cache; rows
+// longer than kStreamRowMax floats would not fit the buffer in L2. The
+// same arithmetic either way: only where y's bits are stored changes.
 constexpr std::int64_t kStreamRowsBytes = std::int64_t{32} << 20;
 constexpr std::int64_t kStreamRowMax = 65536;
 
