@@ -560,6 +560,12 @@ private:
     constexpr int J0 = skinny_acc_budget<V>() / M;
     // At most 4 keys at once: 16 measured slower at M = 1.
     constexpr int J = J0 < 1 ? 1 : J0 > 4 ? 4 : J0;
+    // From 4 rows on, a step loads its M Q vectors once into registers (4 Q
+    // and 4 K loads per 16 FMAs at M = 4, against 20 with a load per use):
+    // there the arithmetic, not K's stream, is the limit. 32 heads over 8,
+    // d 128, 1 thread, A/B in one process: +5-13 % at kv 1024-32768; groups
+    // of 6 and 8 even to +7 %, of 3 even (left as they were).
+    constexpr bool kQInRegisters = M >= 4;
     const std::int64_t ks = a_.k_strides[2], vs = a_.v_strides[2];
     if (in_order_vectors<M>()) {
       std::int64_t j = 0;
@@ -574,7 +580,8 @@ private:
     for (; j + J <= bk; j += J) {
       prefetch_rows(kb, ks, a_.dk, j + kKeysAhead, J, bk);
       prefetch_rows(vb, vs, a_.dv, j, J, bk);
-      skinny_k_tile<V, M, J>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, scores_ + j, sld_);
+      skinny_k_tile<V, M, J, false, kQInRegisters>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks,
+                                                   scores_ + j, sld_);
     }
     for (; j < bk; ++j) {
       prefetch_rows(vb, vs, a_.dv, j, 1, bk);
@@ -616,6 +623,18 @@ private:
     }
   }
 
+  // Whether the P V pass's strips of nv vectors can carry the requests for
+  // the next K rows: each strip, at each key, asks for the lines of that
+  // key's next K row at its own columns, so K and V rows of one width are
+  // covered strip by strip. Otherwise each run of kPvKeys keys requests its
+  // next K rows at its start, a burst of up to 16 * dk / 16 prefetches that
+  // holds the core's miss buffers while the FMAs wait. 32 heads over 8, d
+  // 128, 1 thread, A/B in one process, decode GB/s: kv 8192 and 32768 +12-23
+  // % (groups of 8 +13-17 %, of 6 +5-16 %).
+  bool next_k_spread(int nv) const {
+    return a_.dk == a_.dv && a_.dv % (static_cast<std::int64_t>(nv) * W) == 0;
+  }
+
   // direct_pv for more than kDirectOneCall rows: each run of kPvKeys V rows
   // goes to the rows 4 at a time (from L1 after the first group), in strips
   // of skinny_strip_vectors (AVX-512: 4 vectors, 8 loads per 16 FMAs,
@@ -623,18 +642,23 @@ private:
   void direct_pv_grouped(std::int64_t bk, const float *vb, const float *kn, std::int64_t next) {
     constexpr int G = 4;
     const std::int64_t vs = a_.v_strides[2], ks = a_.k_strides[2];
+    // The first group's strips request the next K rows (see next_k_spread).
+    const bool spread = next_k_spread(skinny_strip_vectors<V, G>());
     for (std::int64_t j = 0; j < bk; j += kPvKeys) {
       const std::int64_t je = min64(j + kPvKeys, bk);
-      prefetch_rows(kn, ks, a_.dk, j, je - j, next);
+      const bool spread_run = spread && je <= next;
+      if (!spread_run) prefetch_rows(kn, ks, a_.dk, j, je - j, next);
       const float *vr = vb + j * vs;
       for (std::int64_t r0 = 0; r0 < rows_; r0 += G)
         rows_dispatch<1, G>(min64(G, rows_ - r0), [&](auto m) {
           constexpr int M = decltype(m)::value, NVd = skinny_strip_vectors<V, M>();
           const float *w = scores_ + r0 * sld_ + j;
           float *acc = st_.acc + r0 * p_.dv_pad;
+          const bool pf = spread_run && r0 == 0;
           std::int64_t d = 0;
           for (; d + NVd * W <= a_.dv; d += NVd * W)
-            skinny_n_tile<V, M, NVd>(0, je - j, w, sld_, vr + d, vs, acc + d, p_.dv_pad);
+            skinny_n_tile<V, M, NVd>(0, je - j, w, sld_, vr + d, vs, acc + d, p_.dv_pad,
+                                     pf ? kn + j * ks + d : nullptr, ks);
           for (; d < a_.dv; d += W)
             skinny_n_tile<V, M, 1>(0, je - j, w, sld_, vr + d, vs, acc + d, p_.dv_pad);
         });
@@ -660,13 +684,16 @@ private:
     }
     constexpr int NVd = skinny_strip_vectors<V, M>();
     const std::int64_t vs = a_.v_strides[2], ks = a_.k_strides[2];
+    const bool spread = next_k_spread(NVd);
     for (std::int64_t j = 0; j < bk; j += kPvKeys) {
       const std::int64_t je = min64(j + kPvKeys, bk);
-      prefetch_rows(kn, ks, a_.dk, j, je - j, next);
+      const bool spread_run = spread && je <= next;
+      if (!spread_run) prefetch_rows(kn, ks, a_.dk, j, je - j, next);
       const float *w = scores_ + j, *vr = vb + j * vs;
       std::int64_t d = 0;
       for (; d + NVd * W <= a_.dv; d += NVd * W)
-        skinny_n_tile<V, M, NVd>(0, je - j, w, sld_, vr + d, vs, st_.acc + d, p_.dv_pad);
+        skinny_n_tile<V, M, NVd>(0, je - j, w, sld_, vr + d, vs, st_.acc + d, p_.dv_pad,
+                                 spread_run ? kn + j * ks + d : nullptr, ks);
       for (; d < a_.dv; d += W)
         skinny_n_tile<V, M, 1>(0, je - j, w, sld_, vr + d, vs, st_.acc + d, p_.dv_pad);
     }

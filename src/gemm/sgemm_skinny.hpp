@@ -89,9 +89,12 @@ inline std::int64_t l1_set_of(const void *p) {
 // M rows; A row i at a + i * lda (contiguous), acc row i at acc + i * ldacc.
 // The accumulators round-trip through memory between k blocks, which is
 // exact, so the sum per element is one unbroken chain of fused multiply-adds.
+// pf, when given, is a later pass's rows (stride ldpf): each k step requests
+// the NV lines of its row p - p0 (prefetcht2) among its FMAs.
 template <class V, int M, int NV>
 inline void skinny_n_tile(std::int64_t p0, std::int64_t p1, const float *a, std::int64_t lda,
-                          const float *b, std::int64_t ldb, float *acc_mem, std::int64_t ldacc) {
+                          const float *b, std::int64_t ldb, float *acc_mem, std::int64_t ldacc,
+                          const float *pf = nullptr, std::int64_t ldpf = 0) {
   using reg = typename V::reg;
   constexpr int W = V::width;
   reg acc[M][NV];
@@ -101,6 +104,9 @@ inline void skinny_n_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
     for (int v = 0; v < NV; ++v) acc[i][v] = V::loadu(acc_mem + i * ldacc + v * W);
   for (std::int64_t p = p0; p < p1; ++p) {
     const float *bp = b + p * ldb;
+    if (pf)
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) __builtin_prefetch(pf + (p - p0) * ldpf + v * W, 0, 1);
     reg bv[NV];
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) bv[v] = V::loadu(bp + v * W);
