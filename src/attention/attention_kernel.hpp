@@ -563,7 +563,7 @@ private:
     // From 4 rows on, a step loads its M Q vectors once into registers (4 Q
     // and 4 K loads per 16 FMAs at M = 4, against 20 with a load per use):
     // there the arithmetic, not K's stream, is the limit. 32 heads over 8,
-    // d 128, 1 thread, A/B in one process: +5-13 % at kv 1024-32768; groups
+    // d 128, 1 thread, A/B in one process: +0-13 % at kv 1024-32768; groups
     // of 6 and 8 even to +7 %, of 3 even (left as they were).
     constexpr bool kQInRegisters = M >= 4;
     const std::int64_t ks = a_.k_strides[2], vs = a_.v_strides[2];
@@ -627,10 +627,11 @@ private:
   // the next K rows: each strip, at each key, asks for the lines of that
   // key's next K row at its own columns, so K and V rows of one width are
   // covered strip by strip. Otherwise each run of kPvKeys keys requests its
-  // next K rows at its start, a burst of up to 16 * dk / 16 prefetches that
-  // holds the core's miss buffers while the FMAs wait. 32 heads over 8, d
-  // 128, 1 thread, A/B in one process, decode GB/s: kv 8192 and 32768 +12-23
-  // % (groups of 8 +13-17 %, of 6 +5-16 %).
+  // next K rows at its start, a burst (128 prefetches at d 128) that holds
+  // the core's miss buffers while the FMAs wait. 32 heads over 8, d 128, 1
+  // thread, A/B in one process, decode GB/s, this and direct_scores's Q in
+  // registers against neither: kv 8192 and 32768 +10-23 % (Q in registers
+  // alone +0-11 %); groups of 8 +13-18 %, of 6 +5-16 %.
   bool next_k_spread(int nv) const {
     return a_.dk == a_.dv && a_.dv % (static_cast<std::int64_t>(nv) * W) == 0;
   }
