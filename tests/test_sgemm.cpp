@@ -538,7 +538,10 @@ GemmCase varied_skinny(bool ta, bool tb, std::int64_t m, std::int64_t n, std::in
 
 class SgemmSkinny : public PerIsa {};
 
-const std::int64_t kSkinnySizes[] = {1, 3, 15, 16, 17, 31, 33, 63, 65, 127, 129, 257, 1000};
+// 32 and 64: whole k blocks of the widest NN tiles (which are 48 and 64
+// floats wide on AVX-512, so 47 to 49 and 97 cut them too).
+const std::int64_t kSkinnySizes[] = {1,  3,  15, 16, 17, 31,  32,  33,  47,  48,
+                                     49, 63, 64, 65, 97, 127, 129, 257, 1000};
 
 // For each small m and transpose pair: every awkward n with a fixed k, and
 // every awkward k with a fixed n.

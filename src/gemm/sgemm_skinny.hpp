@@ -5,9 +5,10 @@
 //
 //   B rows contiguous along n (op(B) = B, row-major k x n): a register tile
 //     of m rows x NV vectors of C; each k step loads NV vectors of one B row
-//     and broadcasts A(i, p). k runs in blocks of 8 rows and, within a
-//     block, strip after strip: B is read as 8 linear row streams, with the
-//     tile's sums parked in a scratch row block (L1/L2) between blocks.
+//     and broadcasts A(i, p). k runs in blocks of 8 rows (32 for m >= 6 on
+//     AVX-512) and, within a block, strip after strip: B is read as 8 (32)
+//     linear row streams, with the tile's sums parked in a scratch row
+//     block (L1/L2) between blocks.
 //   B rows contiguous along k (op(B) = B^T, the usual weight layout): J
 //     columns of C at a time, each a dot product of A's rows with one row of
 //     B, vectorized along k and reduced at the end of each 4096-deep block.
@@ -37,6 +38,24 @@ template <class V> constexpr int skinny_acc_budget() { return V::width >= 16 ? 1
 template <class V, int M> constexpr int skinny_strip_vectors() {
   constexpr int NV0 = skinny_acc_budget<V>() / M;
   return NV0 < 1 ? 1 : NV0 > 8 ? 8 : NV0;
+}
+
+// The NN range's tile and k block (skinny_n_range). From 6 rows on, on
+// 32-register sets, the tile takes up to 24 accumulators (8 x 3 vectors, 6 x
+// 4) and k runs in blocks of 32 rows, so that the tile's sums make one round
+// trip through memory per 32 k steps rather than per 8: there the FMAs, not
+// B's stream, are the limit. m = 8, 1 thread: in cache (B in L2) ~55 -> ~87
+// GFLOP/s; 8 x 4096 x 4096, A/B in one process (ad-hoc harness, alternating
+// calls, medians of 31), 1 thread +16-25 %, 2 threads +18-42 %; 7 rows
+// +20-30 %, 6 rows +0-16 %, 5 rows 0.90-1.04 (left as it was). Fewer rows
+// keep blocks of 8, which stream faster for them (m = 4 with blocks of 32:
+// -15-25 %).
+template <class V, int M> constexpr bool skinny_n_wide() { return M >= 6 && V::width >= 16; }
+template <class V, int M> constexpr int skinny_n_strip_vectors() {
+  return skinny_n_wide<V, M>() ? 24 / M : skinny_strip_vectors<V, M>();
+}
+template <class V, int M> constexpr std::int64_t skinny_n_block() {
+  return skinny_n_wide<V, M>() ? 32 : 8;
 }
 
 // One lane of V::fmadd: fused where this translation unit's vectors are.
@@ -133,16 +152,16 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
                     std::int64_t lda, const float *b, std::int64_t ldb, float alpha, float beta,
                     float *c, std::int64_t ldc, float *acc) {
   constexpr int W = V::width;
-  constexpr int NV = skinny_strip_vectors<V, M>();
-  constexpr std::int64_t strip = NV * W, kBlock = 8;
+  constexpr int NV = skinny_n_strip_vectors<V, M>();
+  constexpr std::int64_t strip = NV * W, kBlock = skinny_n_block<V, M>();
   const std::int64_t width = j1 - j0;
   const std::int64_t strips_end = width / strip * strip, vec_end = width / W * W;
   // The sums' rows are a line longer where they would alias (the slice of
   // sums has room for it: skinny_sums_floats).
   const std::int64_t lds = width + (skinny_rows_alias(width, M) ? 16 : 0);
   // The sums start 32 L1 sets (half of them) away from B's first line. B's
-  // 8 rows of a block are often a multiple of 4 KiB apart (a 4096-wide
-  // weight), so a strip's lines of all 8, and those of the next block that
+  // rows of a block are often a multiple of 4 KiB apart (a 4096-wide
+  // weight), so a strip's lines of all of them, and those of the next block that
   // are requested meanwhile, crowd the same sets; sums that land on them
   // too (by the scratch's alignment) exceed the 8 ways. 1 thread, 4096 x
   // 4096, huge pages, medians of 3-4 alternating runs, GB/s over a
@@ -154,13 +173,13 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
   for (std::int64_t p0 = 0; p0 < k; p0 += kBlock) {
     const std::int64_t p1 = p0 + kBlock < k ? p0 + kBlock : k;
     // The next block's rows of this strip, a line at a time (prefetcht2):
-    // each block starts on 8 new row streams, which the hardware prefetcher
+    // each block starts on kBlock new row streams, which the hardware prefetcher
     // would have to find again (m = 1: 20 -> 23.5 GB/s, m = 2: 16 -> 20,
     // m = 4: 13.6 -> 15.4, m = 8 with A and the sums unaliased: +5 %;
     // prefetcht0 was slower everywhere).
     const std::int64_t q1 = p1 + kBlock < k ? p1 + kBlock : k;
     // Each k step of a strip asks for the same strip of one next row, among
-    // its FMAs, rather than the tile asking for all 8 at its start: a burst
+    // its FMAs, rather than the tile asking for all of them at its start: a burst
     // of requests holds the core's miss buffers while the FMAs wait. 1
     // thread, 3 alternating rounds, skinny over adjacent read, medians: m = 1
     // 0.85 -> 0.86, m = 2 0.79 -> 0.86, m = 4 0.68 -> 0.83, m = 8 0.54 ->
