@@ -74,8 +74,21 @@ template <class Cfg> struct AttentionPlan {
   static constexpr std::int64_t kDirectRows = 32;
   static constexpr int kDirectOneCall = 8;
   static constexpr std::int64_t kDirectBk = 256;
+  // Keys per block of the direct items whose 1 or 2 rows read K and V in
+  // address order (AttentionItem::in_order_nv): a whole split chunk. Each
+  // block is a K pass and then a V pass, and every switch between the two
+  // streams restarts the hardware prefetcher; a plain read of K and V in
+  // that order ran at 0.87 / 0.95 / 0.99 of one linear read with blocks of
+  // 64 / 256 / 1024 rows of 512 bytes. 32 heads, d 128 and 64, kv 8192 and
+  // 32768, and one head over 262144 keys, A/B in one process (ad-hoc
+  // harness, alternating calls, medians of 21), 256 -> 1024: 1 thread
+  // +5-12 %, 2 threads +4-10 %. (Groups of 4, with the requests ahead:
+  // 0.88-0.92, so they keep kDirectBk.)
+  static constexpr std::int64_t kInOrderBk = kKvChunk;
   static_assert(kDirectRows <= kBk, "direct items save their accumulator in the V block");
-  static_assert(kDirectBk % 16 == 0, "a score row has room for whole vectors (softmax_update)");
+  static_assert(kDirectBk % 16 == 0 && kInOrderBk % 16 == 0,
+                "a score row has room for whole vectors (softmax_update)");
+  static_assert(2 * kInOrderBk <= kDirectRows * kDirectBk, "in-order rows fit the score rows");
   static_assert(kRows <= kMaxRows, "row arrays are sized for kMaxRows");
 
   std::int64_t group, bq, heads_per_item, n_hc, n_qb, n_chunks, chunk;
@@ -199,15 +212,15 @@ public:
     // even with packing, which keeps them. A function of the shape alone
     // (AttentionPlan::direct).
     direct_ = p_.direct;
-    sld_ = direct_ ? Plan::kDirectBk : p_.bk_pad;
+    dbk_ = in_order_nv(rows_) ? Plan::kInOrderBk : Plan::kDirectBk;
+    sld_ = direct_ ? dbk_ : p_.bk_pad;
     pack_q();
     const float ninf = -std::numeric_limits<float>::infinity();
     for (std::int64_t r = 0; r < p_.rows_pad; ++r) st_.m[r] = ninf, st_.l[r] = 0.0f;
     for (std::int64_t x = 0; x < p_.rows_pad * p_.dv_pad; ++x) st_.acc[x] = 0.0f;
     if (a_.probs) fill_probs(ninf);
     if (direct_) { // an item holds its whole group: [u_lo_, u_hi_) follows the shape
-      for (std::int64_t j0 = u_lo_; j0 < u_hi_; j0 += Plan::kDirectBk)
-        key_block(j0, min64(j0 + Plan::kDirectBk, u_hi_));
+      for (std::int64_t j0 = u_lo_; j0 < u_hi_; j0 += dbk_) key_block(j0, min64(j0 + dbk_, u_hi_));
     } else {
       // Key blocks on a grid of the shape's (kBk apart from the chunk's
       // first key, cut at the chunk's end or the entry's kv_lens), not from
@@ -458,11 +471,13 @@ private:
   bool tile_active(std::int64_t t) const { return tile_hi_[t] > tile_lo_[t]; }
 
   // key_block for direct_ items: the same steps with K and V read in place,
-  // each once, in blocks of kDirectBk keys. Memory runs a pass ahead of the
+  // each once, in blocks of dbk_ keys. Memory runs a pass ahead of the
   // arithmetic: the K pass requests the block's V rows, the P V pass the
-  // next block's K rows. (Blocks of 128 keys measured ~7 % slower, 512 and
-  // 1024 ~5 % and ~30 %; one K pass and one V pass over the whole chunk,
-  // each prefetching only its own rows ahead, streamed at ~12 GB/s.)
+  // next block's K rows, except for items read in order (in_order_nv,
+  // kInOrderBk). (With the requests, blocks of 128 keys measured ~7 %
+  // slower than 256, 512 and 1024 ~5 % and ~30 %; one K pass and one V pass
+  // over the whole chunk, each prefetching only its own rows ahead, streamed
+  // at ~12 GB/s.)
   void key_block_direct(std::int64_t j0, std::int64_t j1) {
     const std::int64_t bk = j1 - j0;
     const float *kb = a_.k + b_ * a_.k_strides[0] + kvh_ * a_.k_strides[1] + j0 * a_.k_strides[2];
@@ -485,9 +500,8 @@ private:
     for (std::int64_t x = 0; x < acc_floats; ++x) saved[x] = st_.acc[x];
     // The next block's K rows, or after the last block the next item's.
     const float *kn = kb + bk * a_.k_strides[2];
-    std::int64_t next = min64(u_hi_ - j1, Plan::kDirectBk);
-    if (next == 0 && next_item_k_)
-      kn = next_item_k_, next = min64(next_item_keys_, Plan::kDirectBk);
+    std::int64_t next = min64(u_hi_ - j1, dbk_);
+    if (next == 0 && next_item_k_) kn = next_item_k_, next = min64(next_item_keys_, dbk_);
     if (rows_ <= kDirectOneCall)
       rows_dispatch<1>(rows_, [&](auto m) { direct_pv<decltype(m)::value>(bk, vb, kn, next); });
     else
@@ -542,14 +556,11 @@ private:
   // Groups of 4 (4 FMAs per vector loaded) ran at 0.55 in order against
   // 0.83-0.88 with the requests. Returns the vectors per V row, or 0 for the
   // requests ahead.
-  template <int M> int in_order_vectors() const {
-    if constexpr (M > 2) {
-      return 0;
-    } else {
-      const std::int64_t nv = a_.dv / W;
-      return nv == 1 || nv == 2 || nv == 4 || nv == 8 ? static_cast<int>(nv) : 0;
-    }
+  int in_order_nv(std::int64_t rows) const {
+    const std::int64_t nv = a_.dv / W;
+    return rows <= 2 && (nv == 1 || nv == 2 || nv == 4 || nv == 8) ? static_cast<int>(nv) : 0;
   }
+  template <int M> int in_order_vectors() const { return in_order_nv(M); }
 
   // scores_[r][j] += (scale q_r) . k_j for j < bk, J keys at a time.
   // Unless in order, the block's K rows are also requested kKeysAhead rows
@@ -888,6 +899,7 @@ private:
   const float *next_q_ = nullptr, *next_k_ = nullptr, *next_v_ = nullptr; // plan_next_item
   std::int64_t next_nq_ = 1, next_keys_ = 0, next_rows_ = 0, next_done_ = 0;
   std::int64_t sld_ = 0; // stride of the score rows
+  std::int64_t dbk_ = 0; // keys per block of a direct item
 };
 
 // Merges the key chunks of every row in chunk order (log-sum-exp).
