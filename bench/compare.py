@@ -415,17 +415,77 @@ def decode_table(entries, has_cv):
         if has_cv:
             cells.append(noise(by_impl))
         lines.append("| " + " | ".join(cells) + " |")
-        rows.append({"thr": threads, "vals": [va, vu], "ratios": [r]})
-    for t in sorted({r["thr"] for r in rows}):
-        sel = [r for r in rows if r["thr"] == t and None not in r["vals"] + r["ratios"]]
-        if not sel:
+        rows.append({"thr": threads, "q1": q == "1", "vals": [va, vu], "ratios": [r]})
+    # Single-query steps and steps of a few queries apart: the latter do
+    # more arithmetic per byte and would pull a common mean around.
+    for q1, what in ((True, "q_len 1"), (False, "q_len > 1")):
+        for t in sorted({r["thr"] for r in rows}):
+            sel = [r for r in rows if r["thr"] == t and r["q1"] == q1 and
+                   None not in r["vals"] + r["ratios"]]
+            if not sel:
+                continue
+            cells = [f"**geomean {what}, {t} thr** ({len(sel)})", "", "", "", ""]
+            cells += [fmt(geomean([r["vals"][j] for r in sel])) for j in range(2)]
+            cells += ["", "", "", "", fmt(geomean([r["ratios"][0] for r in sel]), 2), "", ""]
+            if has_cv:
+                cells.append("")
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+SKINNY_TARGET = 0.90
+
+
+def skinny_summary(entries):
+    """Bullets against the skinny target, per thread count: attnkern's GB/s
+    as a share of the adjacent streaming read for each skinny shape."""
+    threads = sorted({t for (k, s, t) in entries if k == "sgemm" and sgemm_group(s) == "skinny"})
+    lines = []
+    for t in threads:
+        shares = []
+        for (k, shape, tt), by_impl in sorted(entries.items()):
+            if k != "sgemm" or tt != t or sgemm_group(shape) != "skinny":
+                continue
+            _, va = cell(by_impl, "attnkern", "bytes", 1e9)
+            r = ratio(va, adjacent_read(by_impl, "attnkern"))
+            if r is not None:
+                shares.append((r, shape))
+        if not shares:
             continue
-        cells = [f"**geomean {t} thr** ({len(sel)})", "", "", "", ""]
-        cells += [fmt(geomean([r["vals"][j] for r in sel])) for j in range(2)]
-        cells += ["", "", "", "", fmt(geomean([r["ratios"][0] for r in sel]), 2), "", ""]
-        if has_cv:
-            cells.append("")
-        lines.append("| " + " | ".join(cells) + " |")
+        met = sum(1 for r, _ in shares if r >= SKINNY_TARGET)
+        lines.append(f"- skinny target, {t} thr: attnkern % of the adjacent read "
+                     + ", ".join(f"{sh.replace('skinny_', '')} {fmt_pct(r)}" for r, sh in shares)
+                     + f"; **{met} of {len(shares)}** at {100 * SKINNY_TARGET:.0f}% or more")
+    return lines
+
+
+# The decode target's rows: q_len 1, d 128, kv 8192 and 32768, 32 query
+# heads over 32 and over 8 kv heads.
+DECODE_TARGET_SHAPES = [f"h32_kvh{kvh}_d128_kv{n}" for kvh in (32, 8) for n in (8192, 32768)]
+DECODE_TARGET = 0.85
+
+
+def decode_summary(entries):
+    """Bullets against the decode target, per thread count: attnkern's GB/s
+    as a share of the adjacent streaming read on the target's rows."""
+    threads = sorted({t for (k, _, t) in entries if k == "decode"})
+    lines = []
+    for t in threads:
+        shares = []
+        for shape in DECODE_TARGET_SHAPES:
+            by_impl = entries.get(("decode", shape, t), {})
+            _, va = cell(by_impl, "attnkern", "bytes", 1e9)
+            r = ratio(va, adjacent_read(by_impl, "attnkern"))
+            if r is not None:
+                shares.append((r, shape))
+        if not shares:
+            continue
+        lo, where = min(shares)
+        met = sum(1 for r, _ in shares if r >= DECODE_TARGET)
+        lines.append(f"- decode target, {t} thr (q_len 1, d 128, kv 8192 and 32768, 32 heads over "
+                     f"32 and 8): attnkern at {', '.join(fmt_pct(r) for r, _ in shares)} of the "
+                     f"adjacent read, min {fmt_pct(lo)} (`{where}`), **{met} of {len(shares)}** "
+                     f"at {100 * DECODE_TARGET:.0f}% or more")
     return lines
 
 
@@ -1034,6 +1094,9 @@ def render(context, entries, reps):
                 "GB/s = 4·(mk + kn + mn) bytes / real time; % of read BW = of the membw "
                 f"streaming-read GB/s at the same thread count{ADJACENT_NOTE})",
                 skinny_table(entries, has_cv))
+        summ = skinny_summary(entries)
+        if summ:
+            out.extend(summ + [""])
     if "sgemm_isa" in kinds:
         section("### SGEMM per instruction set (1 thread; attnkern forced with ak_set_isa, "
                 "and a plain i-p-j loop)", isa_table(entries, has_cv, pk, context))
@@ -1077,6 +1140,9 @@ def render(context, entries, reps):
                 "read once, 2·kv_heads·kv_len·d·4 bytes / real time; "
                 "% of read BW = of the membw streaming-read GB/s at the same thread "
                 f"count{ADJACENT_NOTE})", decode_table(entries, has_cv))
+        summ = decode_summary(entries)
+        if summ:
+            out.extend(summ + [""])
     if "membw" in kinds:
         section("### Memory bandwidth reference (streaming read; copy: bytes read + written; "
                 "GB/s)",

@@ -45,7 +45,8 @@ def synthetic_run(corename):
         benchmarks.append({
             "name": name, "run_name": name, "run_type": "iteration", "repetitions": 1,
             "family_index": len(RATES), "real_time": 1.0, "time_unit": "ms",
-            "bytes": gbps * 1e9, "flops": gbps * 0.5e9, "label": "m=4 n=4096 k=4096 NN"})
+            "bytes": gbps * 1e9, "flops": gbps * 0.5e9, "label": "m=4 n=4096 k=4096 NN",
+            "read_adj": 30.0})
     # Decode: one query (no _q in the name) and four queries per step.
     for shape, gbps in (("h32_kvh8_d128_kv8192", 25.0), ("h32_kvh8_d128_q4_kv4096", 8.0)):
         for impl, scale in (("attnkern", 1.0), ("unfused_onednn", 0.5)):
@@ -53,7 +54,8 @@ def synthetic_run(corename):
             benchmarks.append({
                 "name": name, "run_name": name, "run_type": "iteration", "repetitions": 1,
                 "family_index": len(RATES), "real_time": 1.0, "time_unit": "ms",
-                "bytes": gbps * scale * 1e9, "flops": 4 * gbps * scale * 1e9})
+                "bytes": gbps * scale * 1e9, "flops": 4 * gbps * scale * 1e9,
+                "read_adj": 28.0})
     # Encoder: short prefill over a batch and many heads.
     for impl, gflops in (("attnkern", 80.0), ("unfused_onednn", 50.0)):
         name = f"encoder/{impl}/b8_h12_d64_L128/threads:1/real_time"
@@ -139,6 +141,32 @@ class DecodeTable(unittest.TestCase):
         self.assertEqual(by_kv["4096"][head.index("q_len")], "4")
         self.assertEqual(by_kv["4096"][head.index("heads/kv heads")], "32/8 (GQA)")
         self.assertEqual(by_kv["4096"][head.index("attnkern/unfused")], "2.00")
+
+
+    def test_geomeans_keep_single_queries_apart(self):
+        rows = table_after(render("SkylakeX"), "### Attention decode")
+        head = rows[0]
+        geo = {r[0]: r for r in rows if r[0].startswith("**geomean")}
+        self.assertEqual(sorted(geo), ["**geomean q_len 1, 1 thr** (1)",
+                                       "**geomean q_len > 1, 1 thr** (1)"])
+        one = geo["**geomean q_len 1, 1 thr** (1)"]
+        self.assertEqual(one[head.index("attnkern GB/s")], "25.0")
+
+    def test_target_bullet(self):
+        text = render("SkylakeX")
+        line = next(l for l in text.splitlines() if l.startswith("- decode target, 1 thr"))
+        # 25 GB/s against an adjacent read of 28: 89 %, the one target row present
+        self.assertIn("attnkern at 89% of the adjacent read", line)
+        self.assertIn("**1 of 1** at 85% or more", line)
+
+
+class SkinnySummary(unittest.TestCase):
+    def test_share_of_the_adjacent_read(self):
+        text = render("SkylakeX")
+        line = next(l for l in text.splitlines() if l.startswith("- skinny target, 1 thr"))
+        # 25 GB/s against 30: 83 %, short of 90 %
+        self.assertIn("nn_m4 83%", line)
+        self.assertIn("**0 of 1** at 90% or more", line)
 
 
 class EncoderTable(unittest.TestCase):
