@@ -621,10 +621,12 @@ TEST_P(SgemmSkinny, AliasedRowStrides) {
 // reduction may be split by thread count, DESIGN.md).
 TEST_P(SgemmSkinny, DeterministicAcrossThreadsAndCalls) {
   const std::int64_t n = 1031, k = 1031;
-  const auto a = random_normal(static_cast<std::size_t>(8 * k), 90);
+  // Up to 32 rows: the row groups of the widest skinny paths (13: a group
+  // of 8 and one of 5).
+  const auto a = random_normal(static_cast<std::size_t>(32 * k), 90);
   const auto b = random_normal(static_cast<std::size_t>(k * n), 91);
-  const auto c0 = random_normal(static_cast<std::size_t>(8 * n), 92);
-  for (const std::int64_t m : {1, 4, 8})
+  const auto c0 = random_normal(static_cast<std::size_t>(32 * n), 92);
+  for (const std::int64_t m : {1, 4, 8, 13, 32})
     for (int t = 0; t < 4; ++t)
       for (const float beta : {0.0f, 0.5f}) {
         const bool ta = t & 1, tb = t & 2;

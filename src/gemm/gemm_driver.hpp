@@ -133,7 +133,7 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
     scale_c(g, threads);
     return KernelStatus::ok;
   }
-  static_assert(Cfg::skinny_m <= 8, "the skinny kernels are instantiated for m <= 8");
+  static_assert(Cfg::skinny_m <= kSkinnyMaxRows, "the skinny kernels' instantiations");
   if (g.m <= Cfg::skinny_m) return sgemm_skinny<V>(g, threads);
   // A second, wider tile where the instruction set has one, for widths it
   // covers with no more padding than the main tile. Up to two of its

@@ -13,6 +13,11 @@
 //     columns of C at a time, each a dot product of A's rows with one row of
 //     B, vectorized along k and reduced at the end of each 4096-deep block.
 //
+// More rows than one register tile holds (up to kSkinnyMaxRows, where an
+// instruction set's skinny_m allows) go to the same tiles in groups of up to
+// kSkinnyTileRows: the first group streams B from memory, and each later
+// group reads the lines it just brought in again from L1/L2.
+//
 // Threads split the columns of C; every element's sum runs in the same order
 // whatever the thread count. A is copied to a contiguous m x k block first
 // (at most skinny_m * k floats) when its rows are not contiguous or when
@@ -33,6 +38,16 @@ namespace AK_ISA_NS {
 
 // Vector registers the accumulators of a skinny tile may take.
 template <class V> constexpr int skinny_acc_budget() { return V::width >= 16 ? 16 : 8; }
+
+// The most rows the skinny kernels are instantiated for, and the most one
+// register tile takes: products of more rows than kSkinnyTileRows run the
+// same tiles over groups of rows, the first group streaming B and each
+// later one reading the same B lines again from L1/L2.
+constexpr int kSkinnyMaxRows = 32;
+constexpr int kSkinnyTileRows = 8;
+template <int M> constexpr int skinny_first_group() {
+  return M > kSkinnyTileRows ? kSkinnyTileRows : M;
+}
 
 // Vectors of C per row that an M-row tile of skinny_n_tile takes (1 to 8).
 template <class V, int M> constexpr int skinny_strip_vectors() {
@@ -143,6 +158,18 @@ inline void skinny_n_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
     for (int v = 0; v < NV; ++v) V::storeu(acc_mem + i * ldacc + v * W, acc[i][v]);
 }
 
+// Rows [R0, M) of a strip's tile after the first group (skinny_n_range), in
+// groups of up to kSkinnyTileRows, each reading the strip's B lines again.
+template <class V, int M, int NV, int R0>
+inline void skinny_n_more_rows(std::int64_t p0, std::int64_t p1, const float *a, std::int64_t lda,
+                               const float *b, std::int64_t ldb, float *acc, std::int64_t lds) {
+  if constexpr (R0 < M) {
+    constexpr int G = M - R0 < kSkinnyTileRows ? M - R0 : kSkinnyTileRows;
+    skinny_n_tile<V, G, NV>(p0, p1, a + R0 * lda, lda, b, ldb, acc + R0 * lds, lds);
+    skinny_n_more_rows<V, M, NV, R0 + G>(p0, p1, a, lda, b, ldb, acc, lds);
+  }
+}
+
 // Columns [j0, j1) of C: k is walked in blocks of kBlock rows, and within a
 // block every strip of the range in turn, so B is read row segment after row
 // segment (a linear stream per block) rather than down one narrow strip of
@@ -152,7 +179,9 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
                     std::int64_t lda, const float *b, std::int64_t ldb, float alpha, float beta,
                     float *c, std::int64_t ldc, float *acc) {
   constexpr int W = V::width;
-  constexpr int NV = skinny_n_strip_vectors<V, M>();
+  // Rows [0, G1) stream B; rows [G1, M), if any, take each strip again.
+  constexpr int G1 = skinny_first_group<M>();
+  constexpr int NV = skinny_n_strip_vectors<V, G1>();
   constexpr std::int64_t strip = NV * W, kBlock = skinny_n_block<V, M>();
   const std::int64_t width = j1 - j0;
   const std::int64_t strips_end = width / strip * strip, vec_end = width / W * W;
@@ -191,11 +220,14 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
         for (std::int64_t q = p1; q < q1; ++q)
           for (std::int64_t x = 0; x < strip; x += 16)
             __builtin_prefetch(b + q * ldb + j0 + j + x, 0, 1);
-      skinny_n_tile<V, M, NV>(p0, p1, a, lda, b + j0 + j, ldb, acc + j, lds,
-                              spread ? b + p1 * ldb + j0 + j : nullptr, ldb);
+      skinny_n_tile<V, G1, NV>(p0, p1, a, lda, b + j0 + j, ldb, acc + j, lds,
+                               spread ? b + p1 * ldb + j0 + j : nullptr, ldb);
+      skinny_n_more_rows<V, M, NV, G1>(p0, p1, a, lda, b + j0 + j, ldb, acc + j, lds);
     }
-    for (std::int64_t j = strips_end; j < vec_end; j += W)
-      skinny_n_tile<V, M, 1>(p0, p1, a, lda, b + j0 + j, ldb, acc + j, lds);
+    for (std::int64_t j = strips_end; j < vec_end; j += W) {
+      skinny_n_tile<V, G1, 1>(p0, p1, a, lda, b + j0 + j, ldb, acc + j, lds);
+      skinny_n_more_rows<V, M, 1, G1>(p0, p1, a, lda, b + j0 + j, ldb, acc + j, lds);
+    }
     for (std::int64_t j = vec_end; j < width; ++j) // the same chain, one lane
       for (int i = 0; i < M; ++i) {
         float sum = acc[i * lds + j];
@@ -313,6 +345,18 @@ inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
   }
 }
 
+// Rows [R0, M) after the first group (skinny_k_range), in groups of up to
+// kSkinnyTileRows, each reading the same J rows of B again.
+template <class V, int M, int J, int R0>
+inline void skinny_k_more_rows(std::int64_t p0, std::int64_t p1, const float *a, std::int64_t lda,
+                               const float *b, std::int64_t ldb, float *sum, std::int64_t lds) {
+  if constexpr (R0 < M) {
+    constexpr int G = M - R0 < kSkinnyTileRows ? M - R0 : kSkinnyTileRows;
+    skinny_k_tile<V, G, J>(p0, p1, a + R0 * lda, lda, b, ldb, sum + R0 * lds, lds);
+    skinny_k_more_rows<V, M, J, R0 + G>(p0, p1, a, lda, b, ldb, sum, lds);
+  }
+}
+
 // Columns [j0, j1) of C. k is cut into blocks of 4096, so the slice of A
 // that every group of J columns re-reads stays in L1/L2 while B streams past
 // once; shorter blocks (a smaller slice of A) measured slower, as each B row
@@ -322,7 +366,10 @@ template <class V, int M>
 void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const float *a,
                     std::int64_t lda, const float *b, std::int64_t ldb, float alpha, float beta,
                     float *c, std::int64_t ldc, float *sum) {
-  constexpr int J0 = skinny_acc_budget<V>() / M;
+  // Rows [0, G1) stream B; rows [G1, M), if any, take each group of B rows
+  // again.
+  constexpr int G1 = skinny_first_group<M>();
+  constexpr int J0 = skinny_acc_budget<V>() / G1;
   // At most 4 rows of B at once: more concurrent streams measured slower.
   constexpr int J = J0 < 1 ? 1 : J0 > 4 ? 4 : J0;
   constexpr std::int64_t kBlock = 4096;
@@ -333,13 +380,17 @@ void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
   for (std::int64_t x = 0; x < M * width; ++x) sum[x] = 0.0f;
   for (std::int64_t p0 = 0; p0 < k; p0 += kBlock) {
     const std::int64_t p1 = p0 + kBlock < k ? p0 + kBlock : k;
-    for (std::int64_t j = 0; j < groups_end; j += J)
-      skinny_k_tile<V, M, J>(p0, p1, a, lda, b + (j0 + j) * ldb, ldb, sum + j, width,
-                             j + 2 * J <= groups_end ? b + (j0 + j + J) * ldb
-                             : p1 < k                ? b + j0 * ldb + kBlock
-                                                     : nullptr);
-    for (std::int64_t j = groups_end; j < width; ++j)
-      skinny_k_tile<V, M, 1>(p0, p1, a, lda, b + (j0 + j) * ldb, ldb, sum + j, width);
+    for (std::int64_t j = 0; j < groups_end; j += J) {
+      skinny_k_tile<V, G1, J>(p0, p1, a, lda, b + (j0 + j) * ldb, ldb, sum + j, width,
+                              j + 2 * J <= groups_end ? b + (j0 + j + J) * ldb
+                              : p1 < k                ? b + j0 * ldb + kBlock
+                                                      : nullptr);
+      skinny_k_more_rows<V, M, J, G1>(p0, p1, a, lda, b + (j0 + j) * ldb, ldb, sum + j, width);
+    }
+    for (std::int64_t j = groups_end; j < width; ++j) {
+      skinny_k_tile<V, G1, 1>(p0, p1, a, lda, b + (j0 + j) * ldb, ldb, sum + j, width);
+      skinny_k_more_rows<V, M, 1, G1>(p0, p1, a, lda, b + (j0 + j) * ldb, ldb, sum + j, width);
+    }
   }
   for (int i = 0; i < M; ++i)
     for (std::int64_t j = 0; j < width; ++j)
@@ -385,7 +436,7 @@ template <class V, int M = 1>
 void skinny_dispatch(int m, bool b_along_k, std::int64_t n, std::int64_t k, const float *a,
                      std::int64_t lda, const float *b, std::int64_t ldb, float alpha, float beta,
                      float *c, std::int64_t ldc, int threads, float *sums) {
-  if constexpr (M <= 8) {
+  if constexpr (M <= kSkinnyMaxRows) {
     if (m != M)
       return skinny_dispatch<V, M + 1>(m, b_along_k, n, k, a, lda, b, ldb, alpha, beta, c, ldc,
                                        threads, sums);
@@ -396,7 +447,7 @@ void skinny_dispatch(int m, bool b_along_k, std::int64_t n, std::int64_t k, cons
   }
 }
 
-// Requires 1 <= g.m <= 8, g.k >= 1 and alpha != 0 (sgemm_one handles the rest).
+// Requires 1 <= g.m <= kSkinnyMaxRows, g.k >= 1 and alpha != 0 (sgemm_one handles the rest).
 template <class V> KernelStatus sgemm_skinny(const GemmArgs &g, int threads) {
   threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, 1.0e6);
   // A is copied to rows of a contiguous block when it is stored transposed

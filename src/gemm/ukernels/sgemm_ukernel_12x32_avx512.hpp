@@ -14,12 +14,22 @@ struct GemmBlocksWide;
 // KC 256: a 12 x 256 A sliver (12 KiB) stays in L1 while B slivers stream
 // past; B chunks of 128 KiB (4 slivers) and the MC 192 x 256 A block
 // (192 KiB) share L2; NC: a 256 x 4096 B panel (4 MiB) in L3. A is read in
-// place when n <= 16 slivers (512); m <= 8 takes the skinny path. Products
-// whose width the 6 x 64 tile below pads no more take that tile instead.
+// place when n <= 16 slivers (512). Products whose width the 6 x 64 tile
+// below pads no more take that tile instead.
+//
+// m <= 32 takes the skinny path (sgemm_skinny.hpp: B read in place, once,
+// by tiles of up to 8 rows, the later row groups from L1/L2) rather than
+// packing B for a 12-row tile that m pads or leaves mostly idle. 9-32 x
+// 4096 x 4096, an A/B of two builds in one process (alternating calls,
+// medians of 9), 1 thread NN / NT: m = 9 2.43 / 2.62x, 16 2.14 / 1.89x, 24
+// 1.69 / 1.49x, 32 1.41 / 1.36x (84 / 77 GFLOP/s; oneDNN ran at 80 / 51 in
+// another run); 2 threads 1.17-2.31x (NT m = 16 and 24, erratic packed,
+// 4-5.6x).
 struct GemmBlocks : GemmBlocksDefaults {
   static constexpr int width = 16, mr = 12, nv = 2;
   static constexpr std::int64_t mc = 192, kc = 256, nc = 4096;
   static constexpr std::int64_t kc_narrow = 512;
+  static constexpr std::int64_t skinny_m = 32;
   using wide_tile = GemmBlocksWide; // for widths it pads no more (sgemm_one), below
 };
 
@@ -39,6 +49,7 @@ struct GemmBlocksWide : GemmBlocksDefaults {
   static constexpr int width = 16, mr = 6, nv = 4;
   static constexpr std::int64_t mc = 192, kc = 512, nc = 4096;
   static constexpr std::int64_t kc_narrow = 512, narrow_slivers = 2;
+  static constexpr std::int64_t skinny_m = GemmBlocks::skinny_m; // sgemm_one checks it again
 };
 static_assert(GemmBlocks::mr == 12 && GemmBlocks::nv * GemmBlocks::width == 32,
               "the file name states the tile shape");
