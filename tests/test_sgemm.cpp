@@ -595,6 +595,17 @@ TEST_P(SgemmSkinny, DeepK) {
     for (int t = 0; t < 4; ++t) sweep.run(t & 1, t & 2, m, m % 2 ? 19 : 33, 4099);
 }
 
+// B stored n x k and large (n k >= 2^21 floats), where products of more
+// rows than one skinny tile takes stream it too (sgemm_one; smaller ones
+// are packed): row groups 8 + 1, 8 + 8, 8 + 8 + 1 and up to the skinny
+// limit and one past it.
+TEST_P(SgemmSkinny, LargeTransposedB) {
+  const std::int64_t m_max = skinny_m_max();
+  Sweep sweep(varied_skinny, 86000);
+  for (const std::int64_t m : distinct_positive({9, 16, 17, m_max - 1, m_max}))
+    sweep.run(m % 2 == 1, true, m, 520, 4099);
+}
+
 // Like varied_skinny(), with A's leading dimension (when A is stored m x k)
 // a multiple of 1024 floats: rows 4 KiB apart, which the skinny path copies
 // to a padded block because they would all share one L1 set.
