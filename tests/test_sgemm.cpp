@@ -595,15 +595,16 @@ TEST_P(SgemmSkinny, DeepK) {
     for (int t = 0; t < 4; ++t) sweep.run(t & 1, t & 2, m, m % 2 ? 19 : 33, 4099);
 }
 
-// B stored n x k and large (n k >= 2^21 floats), where products of more
-// rows than one skinny tile takes stream it too (sgemm_one; smaller ones
-// are packed): row groups 8 + 1, 8 + 8, 8 + 8 + 1 and up to the skinny
-// limit and one past it.
-TEST_P(SgemmSkinny, LargeTransposedB) {
+// A large B (n k >= 2^21 floats), where products of more rows than one
+// skinny tile takes stream it too (sgemm_one; smaller ones are packed): row
+// groups 8 + 1, 8 + 8, 8 + 8 + 1 and up to the skinny limit and one past
+// it, B stored either way (n = 520: strips, single vectors and 8 lanes).
+TEST_P(SgemmSkinny, LargeB) {
   const std::int64_t m_max = skinny_m_max();
   Sweep sweep(varied_skinny, 86000);
-  for (const std::int64_t m : distinct_positive({9, 16, 17, m_max - 1, m_max}))
-    sweep.run(m % 2 == 1, true, m, 520, 4099);
+  for (const bool tb : {false, true})
+    for (const std::int64_t m : distinct_positive({9, 16, 17, m_max - 1, m_max}))
+      sweep.run(m % 2 == 1, tb, m, 520, 4099);
 }
 
 // Like varied_skinny(), with A's leading dimension (when A is stored m x k)
@@ -631,9 +632,10 @@ TEST_P(SgemmSkinny, AliasedRowStrides) {
 // Bit-identical results for 1 and 2 threads and for repeated calls (no
 // reduction may be split by thread count, DESIGN.md).
 TEST_P(SgemmSkinny, DeterministicAcrossThreadsAndCalls) {
-  const std::int64_t n = 1031, k = 1031;
-  // Up to 32 rows: the row groups of the widest skinny paths (13: a group
-  // of 8 and one of 5).
+  // B of 2^21 floats and more, so that past 8 rows the skinny paths take
+  // it too (sgemm_one), with up to 32 rows: the row groups of the widest
+  // of them (13: a group of 8 and one of 5).
+  const std::int64_t n = 1031, k = 2063;
   const auto a = random_normal(static_cast<std::size_t>(32 * k), 90);
   const auto b = random_normal(static_cast<std::size_t>(k * n), 91);
   const auto c0 = random_normal(static_cast<std::size_t>(32 * n), 92);

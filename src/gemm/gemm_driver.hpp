@@ -134,15 +134,15 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
     return KernelStatus::ok;
   }
   static_assert(Cfg::skinny_m <= kSkinnyMaxRows, "the skinny kernels' instantiations");
-  // Past one tile's rows, B stored n x k goes the skinny way only when it is
-  // large enough to come from memory (8 MiB and more): in cache, the skinny
-  // NT kernel's reductions (one per row and column per k block) cost more
-  // than packing. A/B against the packed path, 1 thread, m = 12-32, NT,
-  // n = k: 1024 0.82-0.95x, 2048 1.20-1.69x, 4096 1.33-2.62x (NN, whose
-  // kernel does not reduce, 0.97-1.27x even at 128-1024).
-  constexpr double kSkinnyNtMinBFloats = 2.0 * 1024 * 1024;
-  if (g.m <= Cfg::skinny_m && (g.m <= kSkinnyTileRows || !g.trans_b ||
-                               static_cast<double>(g.n) * g.k >= kSkinnyNtMinBFloats))
+  // Past one tile's rows (m > 8), the skinny way only when B is large
+  // enough to come from memory (8 MiB and more); in cache, packing pays for
+  // itself. A/B against the packed path, 1 thread, m = 12-32: NT, n = k =
+  // 128-1024, 0.58-0.95x (the skinny NT kernel reduces once per row and
+  // column per k block); 2048 1.20-1.69x, 4096 1.33-2.62x. NN in cache
+  // 0.85-1.27x (n = 1000: 8 columns left to the scalar tail), 2048 1.27-2.0x.
+  constexpr double kSkinnyGroupsMinBFloats = 2.0 * 1024 * 1024;
+  if (g.m <= Cfg::skinny_m &&
+      (g.m <= kSkinnyTileRows || static_cast<double>(g.n) * g.k >= kSkinnyGroupsMinBFloats))
     return sgemm_skinny<V>(g, threads);
   // A second, wider tile where the instruction set has one, for widths it
   // covers with no more padding than the main tile. Up to two of its
