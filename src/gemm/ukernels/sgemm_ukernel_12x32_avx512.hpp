@@ -18,8 +18,9 @@ struct GemmBlocksWide;
 // below pads no more take that tile instead.
 //
 // m <= 32 takes the skinny path (sgemm_skinny.hpp: B read in place, once,
-// by tiles of up to 8 rows, the later row groups from L1/L2) rather than
-// packing B for a 12-row tile that m pads or leaves mostly idle. 9-32 x
+// by tiles of up to 8 rows, the later row groups from L1/L2; past 8 rows
+// only for a B of 8 MiB and more, sgemm_one) rather than packing B for a
+// 12-row tile that m pads or leaves mostly idle. 9-32 x
 // 4096 x 4096, an A/B of two builds in one process (alternating calls,
 // medians of 9), 1 thread NN / NT: m = 9 2.43 / 2.62x, 16 2.14 / 1.89x, 24
 // 1.69 / 1.49x, 32 1.41 / 1.36x (84 / 77 GFLOP/s; oneDNN ran at 80 / 51 in
