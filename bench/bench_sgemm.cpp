@@ -79,8 +79,8 @@ std::vector<GemmShape> gemm_shapes() {
     }
   }
   // Decode projections: a few token rows times a 4096 x 4096 weight, B stored
-  // k x n (skinny_nn) or n x k (skinny_nt, the usual weight layout). All eight
-  // share one 64 MiB B (twice L3 here), so B comes from memory on every call:
+  // k x n (skinny_nn) or n x k (skinny_nt, the usual weight layout). All of
+  // them share one 64 MiB B (twice L3 here), so B comes from memory on every call:
   // the table reads them in GB/s. m = 16 and 32: batched decode steps (the
   // issue's target covers 1-8).
   for (std::int64_t m : {1, 2, 4, 8, 16, 32}) {

@@ -82,7 +82,7 @@ template <class Cfg> struct AttentionPlan {
   // 64 / 256 / 1024 rows of 512 bytes. 32 heads, d 128 and 64, kv 8192 and
   // 32768, and one head over 262144 keys, A/B in one process (ad-hoc
   // harness, alternating calls, medians of 21), 256 -> 1024: 1 thread
-  // +5-12 %, 2 threads +4-10 %. (Groups of 4, with the requests ahead:
+  // +5-15 %, 2 threads -2 to +11 %. (Groups of 4, with the requests ahead:
   // 0.88-0.92, so they keep kDirectBk.)
   static constexpr std::int64_t kInOrderBk = kKvChunk;
   static_assert(kDirectRows <= kBk, "direct items save their accumulator in the V block");

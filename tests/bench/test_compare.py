@@ -144,7 +144,6 @@ class DecodeTable(unittest.TestCase):
         self.assertEqual(by_kv["4096"][head.index("heads/kv heads")], "32/8 (GQA)")
         self.assertEqual(by_kv["4096"][head.index("attnkern/unfused")], "2.00")
 
-
     def test_geomeans_keep_single_queries_apart(self):
         rows = table_after(render("SkylakeX"), "### Attention decode")
         head = rows[0]
