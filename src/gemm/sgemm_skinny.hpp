@@ -24,7 +24,6 @@
 // their stride would put them all in one L1 set.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -71,15 +70,6 @@ template <class V, int M> constexpr int skinny_n_strip_vectors() {
 }
 template <class V, int M> constexpr std::int64_t skinny_n_block() {
   return skinny_n_wide<V, M>() ? 32 : 8;
-}
-
-// One lane of V::fmadd: fused where this translation unit's vectors are.
-inline float lane_fmadd(float a, float b, float c) {
-#if defined(__FMA__) || defined(__aarch64__)
-  return std::fma(a, b, c);
-#else
-  return a * b + c; // not contracted: the build has -ffp-contract=off
-#endif
 }
 
 inline float skinny_finish(float sum, float alpha, float beta, const float *c) {
@@ -185,9 +175,11 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
   constexpr std::int64_t strip = NV * W, kBlock = skinny_n_block<V, M>();
   const std::int64_t width = j1 - j0;
   const std::int64_t strips_end = width / strip * strip, vec_end = width / W * W;
-  // The sums' rows are a line longer where they would alias (the slice of
-  // sums has room for it: skinny_sums_floats).
-  const std::int64_t lds = width + (skinny_rows_alias(width, M) ? 16 : 0);
+  // The sums' rows hold whole vectors (the last columns' tile stores one)
+  // and are a line longer where they would alias (the slice of sums has
+  // room for both: skinny_sums_floats).
+  const std::int64_t padded = (width + W - 1) / W * W;
+  const std::int64_t lds = padded + (skinny_rows_alias(padded, M) ? 16 : 0);
   // The sums start 32 L1 sets (half of them) away from B's first line. B's
   // rows of a block are often a multiple of 4 KiB apart (a 4096-wide
   // weight), so a strip's lines of all of them, and those of the next block that
@@ -228,13 +220,22 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
       skinny_n_tile<V, G1, 1>(p0, p1, a, lda, b + j0 + j, ldb, acc + j, lds);
       skinny_n_more_rows<V, M, 1, G1>(p0, p1, a, lda, b + j0 + j, ldb, acc + j, lds);
     }
-    for (std::int64_t j = vec_end; j < width; ++j) // the same chain, one lane
-      for (int i = 0; i < M; ++i) {
-        float sum = acc[i * lds + j];
-        for (std::int64_t p = p0; p < p1; ++p)
-          sum = lane_fmadd(a[i * lda + p], b[p * ldb + j0 + j], sum);
-        acc[i * lds + j] = sum;
+    if (vec_end < width) {
+      // The last width - vec_end columns: the block's B rows copied into
+      // whole vectors, zero-padded, for the same one-vector tile. Its spare
+      // lanes land in the sums' padding and are never read. (Each lane of
+      // one scalar chain per row and column instead: n = 1500, m = 8, 1
+      // thread ~45 GFLOP/s against ~75 at 1504.)
+      alignas(64) float bt[kBlock * W];
+      const std::int64_t tail = width - vec_end;
+      for (std::int64_t p = p0; p < p1; ++p) {
+        float *const row = bt + (p - p0) * W;
+        std::memcpy(row, b + p * ldb + j0 + vec_end, static_cast<std::size_t>(tail) * 4);
+        for (std::int64_t x = tail; x < W; ++x) row[x] = 0.0f;
       }
+      skinny_n_tile<V, G1, 1>(0, p1 - p0, a + p0, lda, bt, W, acc + vec_end, lds);
+      skinny_n_more_rows<V, M, 1, G1>(0, p1 - p0, a + p0, lda, bt, W, acc + vec_end, lds);
+    }
   }
   for (int i = 0; i < M; ++i)
     for (std::int64_t j = 0; j < width; ++j)
@@ -401,11 +402,13 @@ void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
 constexpr std::int64_t kSkinnyGrain = 16;
 
 // Floats of running sums for m rows, n columns and `threads` threads: each
-// thread's slice, padded by a line per row and by kSumsShiftMax floats for
+// thread's slice, padded by two lines per row (skinny_n_range rounds a row
+// up to whole vectors, then may add a line) and by kSumsShiftMax floats for
 // skinny_n_range's placement of the sums.
 constexpr std::int64_t kSumsShiftMax = 63 * 16;
+constexpr std::int64_t kSumsRowPad = 2 * kSkinnyGrain;
 inline std::int64_t skinny_sums_floats(std::int64_t m, std::int64_t n, int threads) {
-  return m * (n + kSkinnyGrain * threads) + kSumsShiftMax * threads;
+  return m * (n + kSumsRowPad * threads) + kSumsShiftMax * threads;
 }
 
 // Each thread's running sums live in its own slice of `sums`.
@@ -417,7 +420,7 @@ void skinny_columns(std::int64_t n, std::int64_t k, const float *a, std::int64_t
   const auto columns_of = [&](int t, int nt) {
     const std::int64_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
     const std::int64_t j0 = c0 * kSkinnyGrain, j1 = c1 * kSkinnyGrain < n ? c1 * kSkinnyGrain : n;
-    float *const part = sums + M * (j0 + kSkinnyGrain * t) + kSumsShiftMax * t;
+    float *const part = sums + M * (j0 + kSumsRowPad * t) + kSumsShiftMax * t;
     if (j0 < j1) {
       if (BAlongK)
         skinny_k_range<V, M>(j0, j1, k, a, lda, b, ldb, alpha, beta, c, ldc, part);
