@@ -94,7 +94,9 @@ AK_API ak_status ak_sgemm(ak_trans ta, ak_trans tb, int64_t m, int64_t n, int64_
    into row blocks of at most mc rows; k into ceil(k / kc) blocks of nearly
    equal depth (at most kc; the split depends on the shape alone); B into panels at
    most nc wide; products with n <= narrow_n use kc_narrow in place of kc.
-   Products with m <= skinny_m take the streaming (GEMV-like) path instead. */
+   Products with m <= skinny_m take the streaming (GEMV-like) path instead
+   (past 8 rows only for a B of 2^21 floats and more, and with B transposed
+   for at most 32 rows). */
 typedef struct {
   int64_t mr, nr, mc, kc, nc, skinny_m, kc_narrow, narrow_n;
 } ak_sgemm_blocking;

@@ -597,13 +597,14 @@ TEST_P(SgemmSkinny, DeepK) {
 
 // A large B (n k >= 2^21 floats), where products of more rows than one
 // skinny tile takes stream it too (sgemm_one; smaller ones are packed): row
-// groups 8 + 1, 8 + 8, 8 + 8 + 1 and up to the skinny limit and one past
-// it, B stored either way (n = 520: strips, single vectors and 8 lanes).
+// groups 8 + 1, 8 + 8, 8 + 8 + 1, 32 and 33 (the most rows that B stored
+// n x k takes, and one past) and up to the skinny limit and one past it, B
+// stored either way (n = 520: strips, single vectors and 8 lanes).
 TEST_P(SgemmSkinny, LargeB) {
   const std::int64_t m_max = skinny_m_max();
   Sweep sweep(varied_skinny, 86000);
   for (const bool tb : {false, true})
-    for (const std::int64_t m : distinct_positive({9, 16, 17, m_max - 1, m_max}))
+    for (const std::int64_t m : distinct_positive({9, 16, 17, 32, 33, m_max - 1, m_max}))
       sweep.run(m % 2 == 1, tb, m, 520, 4099);
 }
 
@@ -633,13 +634,13 @@ TEST_P(SgemmSkinny, AliasedRowStrides) {
 // reduction may be split by thread count, DESIGN.md).
 TEST_P(SgemmSkinny, DeterministicAcrossThreadsAndCalls) {
   // B of 2^21 floats and more, so that past 8 rows the skinny paths take
-  // it too (sgemm_one), with up to 32 rows: the row groups of the widest
-  // of them (13: a group of 8 and one of 5).
+  // it too (sgemm_one), with up to 45 rows: the row groups of the widest
+  // of them (13: a group of 8 and one of 5; 45: five of 8 and one of 5).
   const std::int64_t n = 1031, k = 2063;
-  const auto a = random_normal(static_cast<std::size_t>(32 * k), 90);
+  const auto a = random_normal(static_cast<std::size_t>(45 * k), 90);
   const auto b = random_normal(static_cast<std::size_t>(k * n), 91);
-  const auto c0 = random_normal(static_cast<std::size_t>(32 * n), 92);
-  for (const std::int64_t m : {1, 4, 8, 13, 32})
+  const auto c0 = random_normal(static_cast<std::size_t>(45 * n), 92);
+  for (const std::int64_t m : {1, 4, 8, 13, 32, 45})
     for (int t = 0; t < 4; ++t)
       for (const float beta : {0.0f, 0.5f}) {
         const bool ta = t & 1, tb = t & 2;

@@ -139,9 +139,11 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   // itself. A/B against the packed path, 1 thread, m = 12-32: NT, n = k =
   // 128-1024, 0.58-0.95x (the skinny NT kernel reduces once per row and
   // column per k block); 2048 1.20-1.69x, 4096 1.33-2.62x. NN in cache
-  // 0.85-1.27x (n = 1000: 8 columns left to the scalar tail), 2048 1.27-2.0x.
+  // 0.85-1.27x (n = 1000: 8 columns then left to a scalar tail), 2048 1.27-2.0x.
   constexpr double kSkinnyGroupsMinBFloats = 2.0 * 1024 * 1024;
-  if (g.m <= Cfg::skinny_m &&
+  const std::int64_t skinny_m =
+      g.trans_b ? min64(Cfg::skinny_m, kSkinnyMaxRowsBAlongK) : Cfg::skinny_m;
+  if (g.m <= skinny_m &&
       (g.m <= kSkinnyTileRows || static_cast<double>(g.n) * g.k >= kSkinnyGroupsMinBFloats))
     return sgemm_skinny<V>(g, threads);
   // A second, wider tile where the instruction set has one, for widths it

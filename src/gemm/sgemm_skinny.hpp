@@ -38,11 +38,17 @@ namespace AK_ISA_NS {
 // Vector registers the accumulators of a skinny tile may take.
 template <class V> constexpr int skinny_acc_budget() { return V::width >= 16 ? 16 : 8; }
 
-// The most rows the skinny kernels are instantiated for, and the most one
-// register tile takes: products of more rows than kSkinnyTileRows run the
-// same tiles over groups of rows, the first group streaming B and each
-// later one reading the same B lines again from L1/L2.
-constexpr int kSkinnyMaxRows = 32;
+// The most rows the skinny kernels are instantiated for (B contiguous along
+// n; along k), and the most one register tile takes: products of more rows
+// than kSkinnyTileRows run the same tiles over groups of rows, the first
+// group streaming B and each later one reading the same B lines again from
+// L1/L2. B along k stops at 32 rows: each group of its rows re-reads its
+// slice of A (rows x 4096 floats, from L2) per few B rows, and at 36-48
+// rows it ran at 0.73-1.3x the packed path depending on the strides
+// (AVX-512, 1 thread, n = k = 1500-4096), where along n it ran at
+// 1.15-1.6x (sgemm_one).
+constexpr int kSkinnyMaxRows = 48;
+constexpr int kSkinnyMaxRowsBAlongK = 32;
 constexpr int kSkinnyTileRows = 8;
 template <int M> constexpr int skinny_first_group() {
   return M > kSkinnyTileRows ? kSkinnyTileRows : M;
@@ -443,14 +449,15 @@ void skinny_dispatch(int m, bool b_along_k, std::int64_t n, std::int64_t k, cons
     if (m != M)
       return skinny_dispatch<V, M + 1>(m, b_along_k, n, k, a, lda, b, ldb, alpha, beta, c, ldc,
                                        threads, sums);
-    if (b_along_k)
+    if (!b_along_k)
+      return skinny_columns<V, M, false>(n, k, a, lda, b, ldb, alpha, beta, c, ldc, threads, sums);
+    if constexpr (M <= kSkinnyMaxRowsBAlongK)
       skinny_columns<V, M, true>(n, k, a, lda, b, ldb, alpha, beta, c, ldc, threads, sums);
-    else
-      skinny_columns<V, M, false>(n, k, a, lda, b, ldb, alpha, beta, c, ldc, threads, sums);
   }
 }
 
-// Requires 1 <= g.m <= kSkinnyMaxRows, g.k >= 1 and alpha != 0 (sgemm_one handles the rest).
+// Requires 1 <= g.m <= kSkinnyMaxRows (kSkinnyMaxRowsBAlongK where g.trans_b), g.k >= 1
+// and alpha != 0 (sgemm_one handles the rest).
 template <class V> KernelStatus sgemm_skinny(const GemmArgs &g, int threads) {
   threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, 1.0e6);
   // A is copied to rows of a contiguous block when it is stored transposed

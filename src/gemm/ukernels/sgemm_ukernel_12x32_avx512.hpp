@@ -17,20 +17,23 @@ struct GemmBlocksWide;
 // place when n <= 16 slivers (512). Products whose width the 6 x 64 tile
 // below pads no more take that tile instead.
 //
-// m <= 32 takes the skinny path (sgemm_skinny.hpp: B read in place, once,
-// by tiles of up to 8 rows, the later row groups from L1/L2; past 8 rows
-// only for a B of 8 MiB and more, sgemm_one) rather than packing B for a
-// 12-row tile that m pads or leaves mostly idle. 9-32 x
-// 4096 x 4096, an A/B of two builds in one process (alternating calls,
-// medians of 9), 1 thread NN / NT: m = 9 2.43 / 2.62x, 16 2.14 / 1.89x, 24
-// 1.69 / 1.49x, 32 1.41 / 1.36x (84 / 77 GFLOP/s; oneDNN ran at 80 / 51 in
-// another run); 2 threads 1.17-2.31x (NT m = 16 and 24, erratic packed,
-// 4-5.6x).
+// m <= 48 (B stored n x k: 32, kSkinnyMaxRowsBAlongK) takes the skinny path
+// (sgemm_skinny.hpp: B read in place, once, by tiles of up to 8 rows, the
+// later row groups from L1/L2; past 8 rows only for a B of 8 MiB and more,
+// sgemm_one) rather than packing B for a 12-row tile that m pads or leaves
+// mostly idle. 9-32 x 4096 x 4096, an A/B of two builds in one process
+// (alternating calls, medians of 9), 1 thread NN / NT: m = 9 2.43 / 2.62x,
+// 16 2.14 / 1.89x, 24 1.69 / 1.49x, 32 1.41 / 1.36x (84 / 77 GFLOP/s;
+// oneDNN ran at 80 / 51 in another run); 2 threads 1.17-2.31x (NT m = 16
+// and 24, erratic packed, 4-5.6x). NN 33-48, the same way: 1 thread
+// 1.20-1.61x (n = k = 1449-4096, 4096 x 11008 and 11008 x 4096), 2
+// threads 1.13-1.38x; at 56 1.30 / 1.08x and at 64 1.04 / 1.05x, too
+// little for more instantiations.
 struct GemmBlocks : GemmBlocksDefaults {
   static constexpr int width = 16, mr = 12, nv = 2;
   static constexpr std::int64_t mc = 192, kc = 256, nc = 4096;
   static constexpr std::int64_t kc_narrow = 512;
-  static constexpr std::int64_t skinny_m = 32;
+  static constexpr std::int64_t skinny_m = 48;
   using wide_tile = GemmBlocksWide; // for widths it pads no more (sgemm_one), below
 };
 
