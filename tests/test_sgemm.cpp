@@ -394,8 +394,9 @@ std::vector<std::int64_t> distinct_positive(std::initializer_list<std::int64_t> 
 
 // Per ISA: the blocking reported by ak_sgemm_get_blocking after ak_set_isa,
 // and sizes one below, at and one above each of its block edges. Products
-// with m <= skinny_m never reach the blocked path, so its register-tile row
-// edges are also probed at tile_m_, the first multiple of mr past skinny_m.
+// with m <= skinny_m may take the skinny path instead (up to 8 rows always),
+// so the blocked path's register-tile row edges are also probed at tile_m_,
+// the first multiple of mr past skinny_m.
 class SgemmBlocking : public PerIsa {
 protected:
   void SetUp() override {
@@ -599,13 +600,14 @@ TEST_P(SgemmSkinny, DeepK) {
 // skinny tile takes stream it too (sgemm_one; smaller ones are packed): row
 // groups 8 + 1, 8 + 8, 8 + 8 + 1, 32 and 33 (the most rows that B stored
 // n x k takes, and one past) and up to the skinny limit and one past it, B
-// stored either way (n = 520: strips, single vectors and 8 lanes).
+// stored either way (n = 523: strips, single vectors and 11 lanes on
+// AVX-512, 3 lanes on AVX2 and SSE2).
 TEST_P(SgemmSkinny, LargeB) {
   const std::int64_t m_max = skinny_m_max();
   Sweep sweep(varied_skinny, 86000);
   for (const bool tb : {false, true})
     for (const std::int64_t m : distinct_positive({9, 16, 17, 32, 33, m_max - 1, m_max}))
-      sweep.run(m % 2 == 1, tb, m, 520, 4099);
+      sweep.run(m % 2 == 1, tb, m, 523, 4099);
 }
 
 // Like varied_skinny(), with A's leading dimension (when A is stored m x k)

@@ -141,11 +141,9 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   // column per k block); 2048 1.20-1.69x, 4096 1.33-2.62x. NN in cache
   // 0.85-1.27x (n = 1000: 8 columns then left to a scalar tail), 2048 1.27-2.0x.
   constexpr double kSkinnyGroupsMinBFloats = 2.0 * 1024 * 1024;
-  const std::int64_t skinny_m =
-      g.trans_b ? min64(Cfg::skinny_m, kSkinnyMaxRowsBAlongK) : Cfg::skinny_m;
-  if (g.m <= skinny_m &&
+  if (g.m <= skinny_rows_limit(Cfg::skinny_m, g.trans_b) &&
       (g.m <= kSkinnyTileRows || static_cast<double>(g.n) * g.k >= kSkinnyGroupsMinBFloats))
-    return sgemm_skinny<V>(g, threads);
+    return sgemm_skinny<V, static_cast<int>(Cfg::skinny_m)>(g, threads);
   // A second, wider tile where the instruction set has one, for widths it
   // covers with no more padding than the main tile. Up to two of its
   // slivers (P.V with d = 64 or 128) A is loaded once or twice instead of

@@ -13,8 +13,9 @@
 //     columns of C at a time, each a dot product of A's rows with one row of
 //     B, vectorized along k and reduced at the end of each 4096-deep block.
 //
-// More rows than one register tile holds (up to kSkinnyMaxRows, where an
-// instruction set's skinny_m allows) go to the same tiles in groups of up to
+// More rows than one register tile holds (up to an instruction set's
+// skinny_m, at most kSkinnyMaxRows, and kSkinnyMaxRowsBAlongK for B stored
+// along k) go to the same tiles in groups of up to
 // kSkinnyTileRows: the first group streams B from memory, and each later
 // group reads the lines it just brought in again from L1/L2.
 //
@@ -49,6 +50,10 @@ template <class V> constexpr int skinny_acc_budget() { return V::width >= 16 ? 1
 // 1.15-1.6x (sgemm_one).
 constexpr int kSkinnyMaxRows = 48;
 constexpr int kSkinnyMaxRowsBAlongK = 32;
+// The most rows sgemm_skinny<V, max_rows> takes, B stored either way.
+constexpr std::int64_t skinny_rows_limit(std::int64_t max_rows, bool b_along_k) {
+  return b_along_k && max_rows > kSkinnyMaxRowsBAlongK ? kSkinnyMaxRowsBAlongK : max_rows;
+}
 constexpr int kSkinnyTileRows = 8;
 template <int M> constexpr int skinny_first_group() {
   return M > kSkinnyTileRows ? kSkinnyTileRows : M;
@@ -441,24 +446,27 @@ void skinny_columns(std::int64_t n, std::int64_t k, const float *a, std::int64_t
 
 // ------------------------------------------------------------------ driver
 
-template <class V, int M = 1>
+// Instantiated for 1 to skinny_rows_limit(MaxRows, b_along_k) rows only.
+template <class V, int MaxRows, int M = 1>
 void skinny_dispatch(int m, bool b_along_k, std::int64_t n, std::int64_t k, const float *a,
                      std::int64_t lda, const float *b, std::int64_t ldb, float alpha, float beta,
                      float *c, std::int64_t ldc, int threads, float *sums) {
-  if constexpr (M <= kSkinnyMaxRows) {
+  if constexpr (M <= MaxRows) {
     if (m != M)
-      return skinny_dispatch<V, M + 1>(m, b_along_k, n, k, a, lda, b, ldb, alpha, beta, c, ldc,
-                                       threads, sums);
+      return skinny_dispatch<V, MaxRows, M + 1>(m, b_along_k, n, k, a, lda, b, ldb, alpha, beta, c,
+                                                ldc, threads, sums);
     if (!b_along_k)
       return skinny_columns<V, M, false>(n, k, a, lda, b, ldb, alpha, beta, c, ldc, threads, sums);
-    if constexpr (M <= kSkinnyMaxRowsBAlongK)
+    if constexpr (M <= skinny_rows_limit(MaxRows, true))
       skinny_columns<V, M, true>(n, k, a, lda, b, ldb, alpha, beta, c, ldc, threads, sums);
   }
 }
 
-// Requires 1 <= g.m <= kSkinnyMaxRows (kSkinnyMaxRowsBAlongK where g.trans_b), g.k >= 1
-// and alpha != 0 (sgemm_one handles the rest).
-template <class V> KernelStatus sgemm_skinny(const GemmArgs &g, int threads) {
+// Requires 1 <= g.m <= skinny_rows_limit(MaxRows, g.trans_b), g.k >= 1 and
+// alpha != 0 (sgemm_one checks, and handles the rest). MaxRows is the
+// instruction set's skinny_m: only that many rows are instantiated.
+template <class V, int MaxRows> KernelStatus sgemm_skinny(const GemmArgs &g, int threads) {
+  static_assert(MaxRows >= 1 && MaxRows <= kSkinnyMaxRows, "the skinny kernels' rows");
   threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, 1.0e6);
   // A is copied to rows of a contiguous block when it is stored transposed
   // or its rows alias in L1; the copy's stride is padded by a cache line
@@ -491,8 +499,8 @@ template <class V> KernelStatus sgemm_skinny(const GemmArgs &g, int threads) {
     a = ac;
     lda = lda_copy;
   }
-  skinny_dispatch<V>(static_cast<int>(g.m), g.trans_b, g.n, g.k, a, lda, g.b, g.ldb, g.alpha,
-                     g.beta, g.c, g.ldc, threads, scratch.data());
+  skinny_dispatch<V, MaxRows>(static_cast<int>(g.m), g.trans_b, g.n, g.k, a, lda, g.b, g.ldb,
+                              g.alpha, g.beta, g.c, g.ldc, threads, scratch.data());
   return KernelStatus::ok;
 }
 
