@@ -395,7 +395,7 @@ void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
     for (std::int64_t j = 0; j < groups_end; j += J) {
       skinny_k_tile<V, G1, J>(p0, p1, a, lda, b + (j0 + j) * ldb, ldb, sum + j, width,
                               j + 2 * J <= groups_end ? b + (j0 + j + J) * ldb
-                              : p1 < k                ? b + j0 * ldb + kBlock
+                              : p1 < k                ? b + j0 * ldb + p1
                                                       : nullptr);
       skinny_k_more_rows<V, M, J, G1>(p0, p1, a, lda, b + (j0 + j) * ldb, ldb, sum + j, width);
     }
