@@ -587,13 +587,51 @@ TEST_P(SgemmSkinny, LargeSquarish) {
   sweep.run(true, true, m_max, 1031, 1031);
 }
 
-// k far past any k block a streaming kernel might cut (blocks sized to keep
-// a slice of A in L1 are at most 4096 deep for m = 1).
+// k past the streaming kernels' shallowest k blocks (4096 deep, the
+// depth where B is stored k x n and, with B stored n x k, where m rows of A
+// would not fit in an L2 share).
 TEST_P(SgemmSkinny, DeepK) {
   const std::int64_t m_max = skinny_m_max();
   Sweep sweep(varied_skinny, 85000);
   for (std::int64_t m = 1; m <= m_max; ++m)
     for (int t = 0; t < 4; ++t) sweep.run(t & 1, t & 2, m, m % 2 ? 19 : 33, 4099);
+}
+
+// k past the deepest k block of the streaming kernels (with B stored n x
+// k, skinny_k_block: the whole of k where m rows of A fit in an L2 share, up
+// to 98304 floats for one row on AVX-512; cut into several equal blocks for
+// more rows). Small integers, so that every partial sum is exact in float
+// whatever the order: C must equal the integer result exactly, and a term
+// lost or taken twice at a block's edge shows (the random data of the
+// sweeps hides one term in 10^5 within DESIGN.md's tolerance).
+TEST_P(SgemmSkinny, DeepKExactSums) {
+  const std::int64_t m_max = skinny_m_max() < 8 ? skinny_m_max() : 8;
+  const std::int64_t n = 19, k = 98317;
+  for (const bool tb : {false, true})
+    for (const std::int64_t m : distinct_positive({1, 2, 5, m_max})) {
+      SCOPED_TRACE("m=" + std::to_string(m) + (tb ? " B stored n x k" : " B stored k x n"));
+      std::vector<float> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t p = 0; p < k; ++p)
+          a[static_cast<std::size_t>(i * k + p)] = static_cast<float>((i * 7 + p * 13) % 5 - 2);
+      for (std::int64_t p = 0; p < k; ++p)
+        for (std::int64_t j = 0; j < n; ++j)
+          b[static_cast<std::size_t>(tb ? j * k + p : p * n + j)] =
+              static_cast<float>((j * 3 + p * 11) % 7 - 3);
+      std::vector<float> c(static_cast<std::size_t>(m * n), canary());
+      ASSERT_EQ(ak_sgemm(AK_NO_TRANS, tb ? AK_TRANS : AK_NO_TRANS, m, n, k, 1.0f, a.data(), k,
+                         b.data(), tb ? k : n, 0.0f, c.data(), n),
+                AK_OK)
+          << ak_last_error();
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          std::int64_t want = 0; // |want| <= 6 k < 2^24: exact in float
+          for (std::int64_t p = 0; p < k; ++p)
+            want += ((i * 7 + p * 13) % 5 - 2) * ((j * 3 + p * 11) % 7 - 3);
+          ASSERT_EQ(c[static_cast<std::size_t>(i * n + j)], static_cast<float>(want))
+              << "C(" << i << "," << j << ")";
+        }
+    }
 }
 
 // A large B (n k >= 2^21 floats), where products of more rows than one

@@ -11,7 +11,8 @@
 //     block (L1/L2) between blocks.
 //   B rows contiguous along k (op(B) = B^T, the usual weight layout): J
 //     columns of C at a time, each a dot product of A's rows with one row of
-//     B, vectorized along k and reduced at the end of each 4096-deep block.
+//     B, vectorized along k and reduced at the end of each k block (4096
+//     deep or more: skinny_k_block).
 //
 // More rows than one register tile holds (up to an instruction set's
 // skinny_m, at most kSkinnyMaxRows, and kSkinnyMaxRowsBAlongK for B stored
@@ -369,11 +370,29 @@ inline void skinny_k_more_rows(std::int64_t p0, std::int64_t p1, const float *a,
   }
 }
 
-// Columns [j0, j1) of C. k is cut into blocks of 4096, so the slice of A
-// that every group of J columns re-reads stays in L1/L2 while B streams past
-// once; shorter blocks (a smaller slice of A) measured slower, as each B row
-// segment then starts a new prefetch stream. The blocks' partial dot
-// products add up in order.
+// The k blocks of skinny_k_range: as deep as M rows of A fit in
+// skinny_a_slice_bytes (a share of L2: every group of J columns re-reads
+// the slice while B streams past once), never shallower than 4096 (shorter
+// blocks measured slower, as each B row segment then starts a new prefetch
+// stream), and cut into equal blocks of whole vectors where those stay that
+// deep (AVX2, m = 8, k = 11008: 3 x 3680 ran 4 % slower than 4096, 4096,
+// 2816). A function of the shape alone. Where the whole of k fits, B is one
+// linear stream: AVX-512, n = 4096, A/B in one process against blocks of
+// 4096, k = 11008: 1 thread m = 1, 2, 4, 8 +4-11 %, 2 threads +5-11 %;
+// k = 8192 m = 4, 8 +3-8 %; k = 14336, m = 8 (two blocks of 7168) +3-5 %,
+// where one block of 14336 (a 448 KiB slice) ran 4-6 % slower.
+template <class V> constexpr std::int64_t skinny_a_slice_bytes() {
+  return V::width >= 16 ? 384 * 1024 : 128 * 1024;
+}
+template <class V, int M> std::int64_t skinny_k_block(std::int64_t k) {
+  constexpr std::int64_t fit = skinny_a_slice_bytes<V>() / (4 * M) / 16 * 16;
+  constexpr std::int64_t most = fit > 4096 ? fit : 4096;
+  const std::int64_t even = round_up(ceil_div(k, ceil_div(k, most)), 16);
+  return even > 4096 ? even : 4096;
+}
+
+// Columns [j0, j1) of C, k in blocks of skinny_k_block; the blocks' partial
+// dot products add up in order.
 template <class V, int M>
 void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const float *a,
                     std::int64_t lda, const float *b, std::int64_t ldb, float alpha, float beta,
@@ -384,7 +403,7 @@ void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
   constexpr int J0 = skinny_acc_budget<V>() / G1;
   // At most 4 rows of B at once: more concurrent streams measured slower.
   constexpr int J = J0 < 1 ? 1 : J0 > 4 ? 4 : J0;
-  constexpr std::int64_t kBlock = 4096;
+  const std::int64_t kBlock = skinny_k_block<V, M>(k);
   // The next group's rows are prefetched as this group streams, so each
   // group starts warm instead of training a new hardware stream (m = 1
   // 17 -> 19 GB/s, m = 2 16 -> 20, m = 4 and 8 see skinny_k_tile).
