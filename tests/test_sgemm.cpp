@@ -587,9 +587,9 @@ TEST_P(SgemmSkinny, LargeSquarish) {
   sweep.run(true, true, m_max, 1031, 1031);
 }
 
-// k past the streaming kernels' shallowest k blocks (4096 deep, the
-// depth where B is stored k x n and, with B stored n x k, where m rows of A
-// would not fit in an L2 share).
+// k just past 4096, the shallowest k block of the kernel for B stored n x
+// k (skinny_k_block; the one for B stored k x n walks k 8 or 32 rows at a
+// time).
 TEST_P(SgemmSkinny, DeepK) {
   const std::int64_t m_max = skinny_m_max();
   Sweep sweep(varied_skinny, 85000);

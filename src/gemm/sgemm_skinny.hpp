@@ -378,7 +378,7 @@ inline void skinny_k_more_rows(std::int64_t p0, std::int64_t p1, const float *a,
 // deep (AVX2, m = 8, k = 11008: 3 x 3680 ran 4 % slower than 4096, 4096,
 // 2816). A function of the shape alone. Where the whole of k fits, B is one
 // linear stream: AVX-512, n = 4096, A/B in one process against blocks of
-// 4096, k = 11008: 1 thread m = 1, 2, 4, 8 +4-11 %, 2 threads +5-11 %;
+// 4096, k = 11008: 1 thread m = 1, 2, 4, 8 +4-13 %, 2 threads +5-11 %;
 // k = 8192 m = 4, 8 +3-8 %; k = 14336, m = 8 (two blocks of 7168) +3-5 %,
 // where one block of 14336 (a 448 KiB slice) ran 4-6 % slower.
 template <class V> constexpr std::int64_t skinny_a_slice_bytes() {
