@@ -247,6 +247,43 @@ TEST_P(Sgemm, BlockEdges) {
       check_gemm({false, false, 37, n, 1024, 1.0f, 0.0f, pad_a, 0, 0}, seed++);
 }
 
+// Products small enough for a team to share C out without a barrier (each
+// thread its own rows or columns), where B's rows lie contiguous (NN, TN)
+// and the micro-kernel reads full slivers of B in place: padded row strides
+// (which the kernel must step by), widths with and without an edge sliver,
+// depths on either side of the in-place limit (k * ldb up to 32768
+// floats), rows not a multiple of any tile's; 2 and 3 threads, against the
+// reference and bit for bit against one thread.
+TEST_P(Sgemm, SmallProductsOnATeam) {
+  std::uint32_t seed = 7000;
+  unsigned i = 0;
+  for (const int threads : {2, 3})
+    for (const bool ta : {false, true})
+      for (const std::int64_t m : {40, 100, 128, 203})
+        for (const std::int64_t n : {64, 100, 128})
+          for (const std::int64_t k : {64, 200, 256}) {
+            if ((i++ + m + n) % 3 != 0) continue; // a third of the grid, every value of each
+            GemmCase g = varied(ta, false, m, n, k, i);
+            ASSERT_EQ(ak_set_num_threads(threads), AK_OK);
+            check_gemm(g, seed);
+            // The same product on one thread (packed B): the same bits.
+            const GemmLayout l = layout_of(g);
+            const std::vector<float> a = operand(1, 0, l.a_rows, l.a_cols, l.lda, seed);
+            const std::vector<float> b = operand(1, 0, l.b_rows, l.b_cols, l.ldb, seed + 1);
+            std::vector<float> c[2];
+            for (int run = 0; run < 2; ++run) {
+              ASSERT_EQ(ak_set_num_threads(run == 0 ? threads : 1), AK_OK);
+              c[run] = operand(1, 0, g.m, g.n, l.ldc, seed + 2);
+              ASSERT_EQ(ak_sgemm(ta ? AK_TRANS : AK_NO_TRANS, AK_NO_TRANS, g.m, g.n, g.k, g.alpha,
+                                 a.data(), l.lda, b.data(), l.ldb, g.beta, c[run].data(), l.ldc),
+                        AK_OK);
+            }
+            ASSERT_EQ(0, std::memcmp(c[0].data(), c[1].data(), c[0].size() * sizeof(float)))
+                << describe(g) << ", " << threads << " threads";
+            ++seed;
+          }
+}
+
 // Special scalars: alpha == 0 and k == 0 leave beta * C (and never read A, B).
 TEST_P(Sgemm, AlphaZeroAndEmptyK) {
   std::vector<float> a(64, std::numeric_limits<float>::quiet_NaN()), b = a;

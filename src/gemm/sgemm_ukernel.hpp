@@ -1,6 +1,7 @@
 // The register-tiled SGEMM micro-kernel: C[R x NR] = alpha * A * Bp + beta * C
 // with NR = NV vector widths. Bp is an NR-wide packed sliver (kc rows of NR
-// floats); R * NV accumulators live in registers for the whole kc loop.
+// floats) or, with DirectB, B in place (row p at bp + p * ldb, NR floats
+// of it); R * NV accumulators live in registers for the whole kc loop.
 //
 // A comes one of two ways, chosen by the template argument AStep:
 //   AStep > 0   a packed sliver: element (i, p) at ap[p * AStep + i], where
@@ -26,13 +27,14 @@ struct GemmBlocksDefaults {
   static constexpr std::int64_t b_chunk_bytes = 128 * 1024; // B slivers per pass over A (L2)
   static constexpr std::int64_t narrow_slivers = 4;         // n <= 4 NR takes kc_narrow
   static constexpr std::int64_t b_share_bytes = 512 * 1024; // a thread's B slivers (L2), teams > 2
-  using wide_tile = void;                                   // no second tile
+  static constexpr std::int64_t direct_b_max_span_bytes = 128 * 1024; // B in place: k * ldb * 4
+  using wide_tile = void;                                             // no second tile
 };
 
-template <class V, int R, int NV, int AStep = R, bool PrefetchC = false>
+template <class V, int R, int NV, int AStep = R, bool PrefetchC = false, bool DirectB = false>
 inline void sgemm_ukernel(std::int64_t kc, const float *__restrict ap, const float *__restrict bp,
                           float alpha, float beta, float *__restrict c, std::int64_t ldc,
-                          std::int64_t lda = 0) {
+                          std::int64_t lda = 0, std::int64_t ldb = 0) {
   using reg = typename V::reg;
   constexpr int W = V::width;
   constexpr int NR = NV * W;
@@ -66,7 +68,7 @@ inline void sgemm_ukernel(std::int64_t kc, const float *__restrict ap, const flo
       for (int v = 0; v < NV; ++v) acc[i][v] = V::fmadd(a, b[v], acc[i][v]);
     }
     ap += AStep > 0 ? AStep : 1;
-    bp += NR;
+    bp += DirectB ? ldb : NR;
   }
 
   const reg va = V::set1(alpha);
@@ -93,16 +95,17 @@ inline void sgemm_ukernel(std::int64_t kc, const float *__restrict ap, const flo
 // Any tile of `rows` <= MR rows and `cols` <= NR columns. Rows: a kernel
 // instance with exactly that many rows, so a short edge costs only its own
 // rows. Columns: a short edge runs on a local rows x NR copy of C, so edge
-// elements see exactly the arithmetic of interior ones.
-template <class V, int MR, int NV, bool PackedA> struct TileKernel {
+// elements see exactly the arithmetic of interior ones. DirectB (B read in
+// place, row stride ldb) takes full slivers only: cols == NR.
+template <class V, int MR, int NV, bool PackedA, bool DirectB = false> struct TileKernel {
   static constexpr int NR = NV * V::width;
 
   template <int R>
   static void rows_exact(std::int64_t kc, const float *ap, const float *bp, float alpha, float beta,
-                         float *c, std::int64_t ldc, int cols, std::int64_t lda) {
+                         float *c, std::int64_t ldc, int cols, std::int64_t lda, std::int64_t ldb) {
     constexpr int AStep = PackedA ? MR : 0;
-    if (cols == NR) {
-      sgemm_ukernel<V, R, NV, AStep, true>(kc, ap, bp, alpha, beta, c, ldc, lda);
+    if (DirectB || cols == NR) {
+      sgemm_ukernel<V, R, NV, AStep, true, DirectB>(kc, ap, bp, alpha, beta, c, ldc, lda, ldb);
       return;
     }
     alignas(64) float tile[R * NR];
@@ -116,10 +119,11 @@ template <class V, int MR, int NV, bool PackedA> struct TileKernel {
 
   template <int R = MR>
   static void run(int rows, std::int64_t kc, const float *ap, const float *bp, float alpha,
-                  float beta, float *c, std::int64_t ldc, int cols, std::int64_t lda) {
+                  float beta, float *c, std::int64_t ldc, int cols, std::int64_t lda,
+                  std::int64_t ldb = 0) {
     if constexpr (R > 0) {
-      if (rows == R) return rows_exact<R>(kc, ap, bp, alpha, beta, c, ldc, cols, lda);
-      run<R - 1>(rows, kc, ap, bp, alpha, beta, c, ldc, cols, lda);
+      if (rows == R) return rows_exact<R>(kc, ap, bp, alpha, beta, c, ldc, cols, lda, ldb);
+      run<R - 1>(rows, kc, ap, bp, alpha, beta, c, ldc, cols, lda, ldb);
     }
   }
 };
