@@ -249,39 +249,42 @@ TEST_P(Sgemm, BlockEdges) {
 
 // Products small enough for a team to share C out without a barrier (each
 // thread its own rows or columns), where B's rows lie contiguous (NN, TN)
-// and the micro-kernel reads full slivers of B in place: padded row strides
-// (which the kernel must step by), widths with and without an edge sliver,
-// depths on either side of the in-place limit (k * ldb up to 32768
-// floats), rows not a multiple of any tile's; 2 and 3 threads, against the
-// reference and bit for bit against one thread.
+// and the micro-kernel may read full slivers of B in place (while k * ldb
+// <= 32768 floats): padded row strides (which the kernel must step by),
+// widths with and without an edge sliver, k * ldb at the limit and just
+// past it, AVX-512's 6 x 64 tile on a team (n > 128); 2 and 3 threads,
+// against the reference and bit for bit against one thread (packed B).
 TEST_P(Sgemm, SmallProductsOnATeam) {
+  const GemmCase cases[] = {
+      {false, false, 40, 64, 64, 1.0f, 0.0f, 0, 3, 1},      // few rows: own columns
+      {false, false, 100, 100, 200, -0.5f, 1.0f, 1, 17, 0}, // an edge sliver
+      {true, false, 128, 100, 200, 2.0f, 0.25f, 3, 5, 2},   // A packed, an edge sliver
+      {false, false, 128, 128, 256, 1.0f, 0.0f, 0, 0, 0},   // k * ldb = 32768: in place
+      {false, false, 128, 128, 256, 0.75f, 0.5f, 2, 1, 3},  // 32768 + 256: packed
+      {false, false, 203, 192, 64, 1.0f, -1.0f, 5, 8, 1},   // 6 x 64 on AVX-512
+      {true, false, 64, 256, 64, -1.5f, 0.0f, 1, 2, 0},     // 6 x 64, A packed
+      {false, false, 203, 64, 200, 1.0f, 0.5f, 8, 1, 5},    // rows no tile divides
+  };
   std::uint32_t seed = 7000;
-  unsigned i = 0;
   for (const int threads : {2, 3})
-    for (const bool ta : {false, true})
-      for (const std::int64_t m : {40, 100, 128, 203})
-        for (const std::int64_t n : {64, 100, 128})
-          for (const std::int64_t k : {64, 200, 256}) {
-            if ((i++ + m + n) % 3 != 0) continue; // a third of the grid, every value of each
-            GemmCase g = varied(ta, false, m, n, k, i);
-            ASSERT_EQ(ak_set_num_threads(threads), AK_OK);
-            check_gemm(g, seed);
-            // The same product on one thread (packed B): the same bits.
-            const GemmLayout l = layout_of(g);
-            const std::vector<float> a = operand(1, 0, l.a_rows, l.a_cols, l.lda, seed);
-            const std::vector<float> b = operand(1, 0, l.b_rows, l.b_cols, l.ldb, seed + 1);
-            std::vector<float> c[2];
-            for (int run = 0; run < 2; ++run) {
-              ASSERT_EQ(ak_set_num_threads(run == 0 ? threads : 1), AK_OK);
-              c[run] = operand(1, 0, g.m, g.n, l.ldc, seed + 2);
-              ASSERT_EQ(ak_sgemm(ta ? AK_TRANS : AK_NO_TRANS, AK_NO_TRANS, g.m, g.n, g.k, g.alpha,
-                                 a.data(), l.lda, b.data(), l.ldb, g.beta, c[run].data(), l.ldc),
-                        AK_OK);
-            }
-            ASSERT_EQ(0, std::memcmp(c[0].data(), c[1].data(), c[0].size() * sizeof(float)))
-                << describe(g) << ", " << threads << " threads";
-            ++seed;
-          }
+    for (const GemmCase &g : cases) {
+      ASSERT_EQ(ak_set_num_threads(threads), AK_OK);
+      check_gemm(g, seed);
+      const GemmLayout l = layout_of(g);
+      const std::vector<float> a = operand(1, 0, l.a_rows, l.a_cols, l.lda, seed);
+      const std::vector<float> b = operand(1, 0, l.b_rows, l.b_cols, l.ldb, seed + 1);
+      std::vector<float> c[2];
+      for (int run = 0; run < 2; ++run) {
+        ASSERT_EQ(ak_set_num_threads(run == 0 ? threads : 1), AK_OK);
+        c[run] = operand(1, 0, g.m, g.n, l.ldc, seed + 2);
+        ASSERT_EQ(ak_sgemm(g.ta ? AK_TRANS : AK_NO_TRANS, AK_NO_TRANS, g.m, g.n, g.k, g.alpha,
+                           a.data(), l.lda, b.data(), l.ldb, g.beta, c[run].data(), l.ldc),
+                  AK_OK);
+      }
+      ASSERT_EQ(0, std::memcmp(c[0].data(), c[1].data(), c[0].size() * sizeof(float)))
+          << describe(g) << ", " << threads << " threads";
+      ++seed;
+    }
 }
 
 // Special scalars: alpha == 0 and k == 0 leave beta * C (and never read A, B).

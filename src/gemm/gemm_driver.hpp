@@ -200,8 +200,9 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   // There each thread packs B (all of it with own_rows, its columns with
   // own_columns) for a few row slivers only, so where op(B)'s rows lie
   // contiguous the micro-kernel reads full slivers in place instead (the
-  // same loads in the same order: the same bits). Only while the k rows it
-  // spans are few enough (128 KiB) to share the L1 sets among them; an edge
+  // same loads in the same order: the same bits), while the k rows of B
+  // span at most 128 KiB (at a row stride of a multiple of 4 KiB, which
+  // puts every row in the same L1 sets, that is 32 rows or fewer); an edge
   // sliver is still packed (zero-padded). A/B, NN, 2 threads, alternating
   // in one process, medians of 41 (with the even row split below): 64^3
   // 128 -> 150 GFLOP/s, 128^3 193 -> 212, 256 x 64 x 256 208 -> 221,
