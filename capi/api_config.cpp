@@ -51,6 +51,6 @@ ak_status ak_set_num_threads(int n) {
   return AK_OK;
 }
 
-int ak_get_num_threads(void) { return ak::threads_for_call(); }
+int ak_get_num_threads(void) { return ak::threads_setting_now(); }
 
 } // extern "C"

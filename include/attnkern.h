@@ -73,7 +73,9 @@ AK_API int ak_isa_supported(const char *name);
    environment variable AK_ISA sets the initial choice. Process-wide. */
 AK_API ak_status ak_set_isa(const char *name);
 /* Threads used by each call; 0 = the OpenMP default. Process-wide. A call made
-   from inside an OpenMP parallel region always runs on the calling thread. */
+   from inside an OpenMP parallel region always runs on the calling thread, and
+   so does every call in a child forked after this process may have run calls
+   on several threads (OpenMP's runtime does not survive fork). */
 AK_API ak_status ak_set_num_threads(int n);
 /* The thread count a call would use now (resolves 0 to the OpenMP default). */
 AK_API int ak_get_num_threads(void);

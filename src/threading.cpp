@@ -5,22 +5,52 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#if defined(_OPENMP) && (defined(__unix__) || defined(__APPLE__))
+#include <pthread.h>
+#define AK_FORK_GUARD 1
+#endif
 
 namespace ak {
 namespace {
 std::atomic<int> g_threads{0};
+
+#ifdef AK_FORK_GUARD
+// OpenMP's runtime does not survive fork: its worker threads are not copied
+// into the child, and libgomp's next team there waits for them forever (a
+// pre-forking server, Python's multiprocessing). So once this process may
+// have started a team, a child forked from it runs every call on the calling
+// thread. Results are the same on any thread count.
+std::atomic<bool> g_team_started{false}, g_forked_after_team{false};
+void on_fork_child() {
+  if (g_team_started.load(std::memory_order_relaxed))
+    g_forked_after_team.store(true, std::memory_order_relaxed);
 }
+[[maybe_unused]] const int g_atfork_registered = pthread_atfork(nullptr, nullptr, on_fork_child);
+#endif
+} // namespace
 
 void set_thread_setting(int n) { g_threads.store(n, std::memory_order_relaxed); }
 
-int threads_for_call() {
+int threads_setting_now() {
 #ifdef _OPENMP
   if (omp_in_parallel()) return 1;
+#ifdef AK_FORK_GUARD
+  if (g_forked_after_team.load(std::memory_order_relaxed)) return 1;
+#endif
   const int n = g_threads.load(std::memory_order_relaxed);
   return n > 0 ? n : omp_get_max_threads();
 #else
   return 1;
 #endif
+}
+
+int threads_for_call() {
+  const int threads = threads_setting_now();
+#ifdef AK_FORK_GUARD
+  if (threads > 1 && !g_team_started.load(std::memory_order_relaxed))
+    g_team_started.store(true, std::memory_order_relaxed);
+#endif
+  return threads;
 }
 
 int threads_for_work(int threads, double work, double min_work) {

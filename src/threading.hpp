@@ -6,8 +6,12 @@
 namespace ak {
 
 void set_thread_setting(int n); // 0 = OpenMP default
-// Threads the next call may use: 1 inside an OpenMP parallel region (a guest
-// never spawns a nested team), else the setting or the OpenMP default.
+// Threads a call would use now: 1 inside an OpenMP parallel region (a guest
+// never spawns a nested team) and in a child forked after this process may
+// have run a team (see threading.cpp), else the setting or the OpenMP
+// default.
+int threads_setting_now();
+// The same, for a call about to run (which may start a team).
 int threads_for_call();
 
 // Caps a thread count so that each thread gets at least `min_work` units of

@@ -4,7 +4,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
 #include "test_support.hpp"
 
@@ -97,6 +103,40 @@ TEST(Config, ConcurrentCallsFromAnOpenMpTeamAreCorrect) {
   ASSERT_EQ(failures, 0);
   for (const auto &g : got) EXPECT_EQ(g, want);
 }
+
+#if defined(__unix__) || defined(__APPLE__)
+// OpenMP's runtime does not survive fork: a child of a process whose calls
+// ran on a team would wait forever for workers that do not exist in it. Its
+// calls run on the calling thread instead, with the same results.
+TEST(Config, AChildForkedAfterATeamRanRunsCallsOnOneThread) {
+  ASSERT_EQ(ak_set_num_threads(2), AK_OK);
+  const std::int64_t n = 256; // big enough for a team of 2
+  const auto a = random_normal(static_cast<std::size_t>(n * n), 3);
+  const auto b = random_normal(static_cast<std::size_t>(n * n), 4);
+  std::vector<float> want(static_cast<std::size_t>(n * n));
+  ASSERT_EQ(ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+                     want.data(), n),
+            AK_OK);
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(30); // a hang ends the child with SIGALRM, not the suite
+    std::vector<float> got(want.size());
+    const bool one_thread = ak_get_num_threads() == 1;
+    const bool ran = ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n,
+                              0.0f, got.data(), n) == AK_OK;
+    _exit(!one_thread ? 2 : !ran ? 3 : got != want ? 4 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ak_set_num_threads(0);
+  ASSERT_FALSE(WIFSIGNALED(status)) << "the child hung or crashed: signal " << WTERMSIG(status);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: more than one thread, 3: the call failed, "
+                                       "4: a different result";
+}
+#endif
 
 } // namespace
 } // namespace ak_test
