@@ -95,12 +95,18 @@ ak_status ak_sgemm_strided_batched(ak_trans ta, ak_trans tb, int64_t m, int64_t 
               "stride_a, stride_b and stride_c must be >= 0 (got %lld, %lld, %lld)",
               static_cast<long long>(stride_a), static_cast<long long>(stride_b),
               static_cast<long long>(stride_c));
-    // Distinct products must write distinct C matrices.
-    if (ck.ok() && batch > 1 && e.c > 0 && stride_c < e.c)
+    // Distinct products must write distinct C matrices: one after another
+    // (stride_c at least one matrix), or with their rows interleaved, as in
+    // a [m, batch, n] tensor (each row's n floats, one product after
+    // another, within one row of ldc).
+    if (ck.ok() && batch > 1 && e.c > 0 && stride_c < e.c &&
+        !(stride_c >= n && stride_c <= (ldc - n) / (batch - 1)))
       ck.fail(AK_ERR_BAD_STRIDE,
-              "stride_c = %lld is smaller than one C matrix (%lld floats): the products' "
-              "outputs would overlap",
-              static_cast<long long>(stride_c), static_cast<long long>(e.c));
+              "stride_c = %lld: the products' C matrices would overlap (they take stride_c >= "
+              "one C matrix, %lld floats, or rows interleaved: n <= stride_c and (batch - 1) * "
+              "stride_c + n <= ldc = %lld)",
+              static_cast<long long>(stride_c), static_cast<long long>(e.c),
+              static_cast<long long>(ldc));
     const std::int64_t ta_ext = ak::capi::batch_extent(ck, "A", batch, stride_a, e.a);
     const std::int64_t tb_ext = ak::capi::batch_extent(ck, "B", batch, stride_b, e.b);
     const std::int64_t tc_ext = ak::capi::batch_extent(ck, "C", batch, stride_c, e.c);

@@ -106,7 +106,9 @@ AK_API ak_status ak_sgemm_get_blocking(ak_sgemm_blocking *out);
 
 /* batch independent products; matrix i starts at a + i * stride_a etc. A
    stride of 0 for A or B reuses one matrix for every product. C's matrices
-   must not overlap. */
+   must not overlap: stride_c >= (m - 1) * ldc + n, or rows interleaved as in
+   a [m, batch, n] tensor: n <= stride_c and (batch - 1) * stride_c + n <= ldc
+   (else AK_ERR_BAD_STRIDE). */
 AK_API ak_status ak_sgemm_strided_batched(ak_trans ta, ak_trans tb, int64_t m, int64_t n, int64_t k,
                                           float alpha, const float *a, int64_t lda,
                                           int64_t stride_a, const float *b, int64_t ldb,

@@ -255,6 +255,15 @@ void add_gemm_cases(std::vector<BadCase> &cases, bool batched) {
     g.batch = 3;
     g.stride_c = 1;
     add("stride_c_one_batch3", AK_ERR_BAD_STRIDE, "stride_c = 1", g);
+    // Rows interleaved ([m, batch, n]) but overlapping: segments of 5 floats
+    // 4 apart; or the last product's segment past a row of ldc = 10.
+    g = valid_gemm();
+    g.ldc = 10;
+    g.stride_c = 4;
+    add("stride_c_interleaved_overlaps", AK_ERR_BAD_STRIDE, "stride_c = 4", g);
+    g.batch = 3;
+    g.stride_c = 5;
+    add("stride_c_interleaved_past_ldc", AK_ERR_BAD_STRIDE, "stride_c = 5", g);
   }
   {
     GemmCall g = valid_gemm();
@@ -600,6 +609,18 @@ std::vector<EmptyCase> all_empty_cases() {
     cases.push_back({"softmax_axis_" + tag + "_null", [s](Buffers &) {
                        return ak_softmax_axis(s[0], s[1], s[2], nullptr, nullptr);
                      }});
+  }
+  // Empty whatever the other sizes' product: 2^40 x 2^40 would overflow.
+  const std::int64_t big = std::int64_t{1} << 40;
+  const std::int64_t empty_huge[][3] = {{0, big, big}, {big, 0, big}, {big, big, 0}};
+  for (const auto &s : empty_huge) {
+    const std::string tag = std::string("softmax_axis_empty_") +
+                            (s[0] == 0   ? "outer"
+                             : s[1] == 0 ? "axis"
+                                         : "inner") +
+                            "_huge_rest";
+    cases.push_back(
+        {tag, [s](Buffers &) { return ak_softmax_axis(s[0], s[1], s[2], nullptr, nullptr); }});
   }
   cases.push_back({"position_encoding_max_len0", [](Buffers &buf) {
                      return ak_position_encoding(0, 6, 10000.0f, buf.out.get());

@@ -387,6 +387,41 @@ TEST_P(Sgemm, StridedBatchedMatchesLoopOfSgemm) {
   }
 }
 
+// C as a [m, batch, n] tensor: each product's rows interleaved with the
+// others' within one row of ldc, with gaps between the segments that no
+// product may write. Small products run one per thread on a team, large ones
+// each on the whole team; the same bits as a loop of ak_sgemm either way.
+TEST_P(Sgemm, StridedBatchedInterleavedRows) {
+  struct Shape {
+    std::int64_t m, n, k, batch;
+  };
+  for (const Shape s : {Shape{3, 4, 2, 2}, Shape{37, 29, 45, 7}, Shape{130, 70, 90, 3}}) {
+    const std::int64_t sc = s.n + 3, ldc = (s.batch - 1) * sc + s.n + 5; // gaps of 3, then 5
+    const std::int64_t sa = s.m * s.k, sb = s.k * s.n;
+    const auto a = random_normal(static_cast<std::size_t>(sa * s.batch), 14);
+    const auto b = random_normal(static_cast<std::size_t>(sb * s.batch), 15);
+    const auto c0 = random_normal(static_cast<std::size_t>(s.m * ldc), 16);
+    std::vector<float> c_loop = c0;
+    for (std::int64_t i = 0; i < s.batch; ++i)
+      ASSERT_EQ(ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, s.m, s.n, s.k, 1.5f, a.data() + i * sa, s.k,
+                         b.data() + i * sb, s.n, 0.25f, c_loop.data() + i * sc, ldc),
+                AK_OK);
+    for (int threads : {1, 2, 3}) {
+      ak_set_num_threads(threads);
+      std::vector<float> c = c0;
+      ASSERT_EQ(ak_sgemm_strided_batched(AK_NO_TRANS, AK_NO_TRANS, s.m, s.n, s.k, 1.5f, a.data(),
+                                         s.k, sa, b.data(), s.n, sb, 0.25f, c.data(), ldc, sc,
+                                         s.batch),
+                AK_OK)
+          << ak_last_error();
+      for (std::size_t i = 0; i < c.size(); ++i)
+        ASSERT_EQ(c[i], c_loop[i]) << "element " << i << " (" << i / ldc << ", " << i % ldc << "), "
+                                   << threads << " threads, m = " << s.m;
+    }
+    ak_set_num_threads(0);
+  }
+}
+
 AK_INSTANTIATE_PER_ISA(Sgemm);
 
 // Runs a sweep's cases, numbering them for the rotation of `variety` and for
