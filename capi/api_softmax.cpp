@@ -49,8 +49,10 @@ ak_status ak_softmax_axis(int64_t outer, int64_t axis_len, int64_t inner, const 
   return ak::capi::guarded("ak_softmax_axis", [&] {
     ak::capi::ArgCheck ck("ak_softmax_axis");
     ck.size("outer", outer).size("axis_len", axis_len).size("inner", inner);
-    const std::int64_t plane = ck.product("axis_len * inner", axis_len, inner);
-    const std::int64_t total = ck.product("outer * axis_len * inner", outer, plane);
+    // Empty (a size of 0) is a no-op whatever the other two sizes' product.
+    const bool empty = outer == 0 || axis_len == 0 || inner == 0;
+    const std::int64_t plane = empty ? 0 : ck.product("axis_len * inner", axis_len, inner);
+    const std::int64_t total = empty ? 0 : ck.product("outer * axis_len * inner", outer, plane);
     ck.pointer("x", x, total).pointer("y", y, total);
     if (!ck.ok()) return ck.result();
     if (total == 0) return AK_OK;
