@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "test_support.hpp"
 
@@ -109,6 +110,51 @@ TEST_P(Determinism, Softmax) {
     }
     expect_same_for_thread_counts(
         [&](float *y) { ASSERT_EQ(ak_softmax_axis(a.outer, a.axis, a.inner, t.data(), y), AK_OK); },
+        t.size());
+  }
+}
+
+// NaN results are the same bits too: a column (or row) with a NaN or +inf
+// is NaN throughout, whichever path its exponentials took. In softmax_axis
+// the short axes' path follows what the thread did before (its guess gate)
+// and the bands' shifts meet differently, and which NaN a division leaves
+// (sign, payload) follows its operands: 1 thread and 2 gave NaNs of
+// opposite signs before.
+TEST_P(Determinism, NanResults) {
+  struct AxisShape {
+    std::int64_t outer, axis, inner;
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const AxisShape a : {AxisShape{3, 31, 1025}, AxisShape{1, 256, 512}, AxisShape{7, 301, 143},
+                            AxisShape{2, 20, 700}, AxisShape{3, 200, 700}}) {
+    auto t = random_normal(static_cast<std::size_t>(a.outer * a.axis * a.inner), 8);
+    const auto at = [&](std::int64_t o, std::int64_t r, std::int64_t i) -> float & {
+      return t[static_cast<std::size_t>((o * a.axis + r) * a.inner + i)];
+    };
+    for (std::int64_t o = 0; o < a.outer; ++o) {
+      at(o, a.axis / 6, a.inner - 1) = 70.0f; // a column past the guess's range
+      if (o > 0) { // and in the next slices, +inf then NaN in the same column
+        at(o, a.axis - 5, a.inner - 1) = inf;
+        at(o, a.axis - 1, a.inner - 1) = nan;
+      }
+      for (std::int64_t i = o % 5; i < a.inner; i += 5) { // +inf, then NaN, down a column
+        at(o, (a.axis * 5 / 16 + i) % a.axis, i) = inf;
+        at(o, (a.axis * 15 / 32 + 3 * i) % a.axis, i) = nan;
+      }
+      for (std::int64_t i = 2; i < a.inner; i += 7) at(o, (i * 7) % a.axis, i) = -nan;
+      for (std::int64_t i = 3; i < a.inner; i += 11) at(o, (i * 3) % a.axis, i) = inf;
+    }
+    expect_same_for_thread_counts(
+        [&](float *y) { ASSERT_EQ(ak_softmax_axis(a.outer, a.axis, a.inner, t.data(), y), AK_OK); },
+        t.size());
+    // rows: the same values as a matrix
+    const std::int64_t rows = a.outer * a.axis, cols = a.inner;
+    expect_same_for_thread_counts(
+        [&](float *y) { ASSERT_EQ(ak_softmax(rows, cols, t.data(), cols, y, cols), AK_OK); },
+        t.size());
+    expect_same_for_thread_counts(
+        [&](float *y) { ASSERT_EQ(ak_log_softmax(rows, cols, t.data(), cols, y, cols), AK_OK); },
         t.size());
   }
 }

@@ -164,6 +164,29 @@ AK_ALWAYS_INLINE void axis_store(float *p, std::int64_t n, typename V::reg v) {
     V::storeu(p, v);
 }
 
+// Columns whose denominator is NaN (a NaN or +inf among their elements) are
+// NaN throughout, and get one NaN, the same bits on any thread count: which
+// NaN a division leaves (its sign, its payload) follows its operands, and
+// so the path the column's exponentials took, which differs with the
+// thread count (the short axes' guess gate follows what the thread did
+// before; a NaN and a +inf in one column met in different orders). Rows
+// [r0, r1) of columns [0, width) at row stride `inner`; den holds `width`
+// floats, padded to whole vectors. A vector test first: no such column is
+// the common case.
+template <class V>
+void axis_uniform_nan(const float *den, std::int64_t width, float *y, std::int64_t inner,
+                      std::int64_t r0, std::int64_t r1) {
+  using reg = typename V::reg;
+  reg found = V::zero();
+  for (std::int64_t j = 0; j < width; j += V::width)
+    found = V::add(found, V::nan_select(V::loadu(den + j), V::set1(1.0f), V::zero()));
+  if (V::reduce_add(found) == 0.0f) return;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::int64_t j = 0; j < width; ++j)
+    if (std::isnan(den[j]))
+      for (std::int64_t a = r0; a < r1; ++a) y[a * inner + j] = nan;
+}
+
 // One band: rows [r0, r1) of columns [0, width) of an [axis_len, inner]
 // plane. Every step is per lane, bar the choice of exp per vector (see
 // exp_for), so a column's result depends on its own elements alone,
@@ -557,8 +580,11 @@ void softmax_axis_piece(const float *x, float *y, std::int64_t axis_len, std::in
   // Gelem/s: 1 thread 1.61 -> 1.67, 2 threads 2.21 -> 2.35; pieces of 512
   // floats, whose y would fit in L3 whole, ran slower still: 1.50 / 2.33).
   const std::int64_t t = team ? omp_thread_id() : 0, nt = team ? omp_team_size() : 1;
-  for (std::int64_t b = bands.count * (t + 1) / nt - 1; b >= bands.count * t / nt; --b)
-    band(b).output_pass();
+  for (std::int64_t b = bands.count * (t + 1) / nt - 1; b >= bands.count * t / nt; --b) {
+    const AxisBand<V> bd = band(b);
+    bd.output_pass();
+    axis_uniform_nan<V>(bd.mg.den, width, y, inner, bd.r0, bd.r1);
+  }
   if (team) {
 #pragma omp barrier
   }
@@ -695,6 +721,10 @@ bool softmax_axis_block(const float *x, float *y, float *buf, std::int64_t axis_
       const reg e = V::loadu(buf + (a * NB + v) * W);
       axis_store<V, Tail>(y + a * inner + v * W, n, divide_by_sum<V>(e, sum[v], lo[v], inv[v]));
     }
+  alignas(64) float den[NB * W];
+#pragma GCC unroll 16
+  for (int v = 0; v < NB; ++v) V::storeu(den + v * W, sum[v]);
+  axis_uniform_nan<V>(den, Tail ? n : NB * W, y, inner, 0, axis_len);
   return confirmed;
 }
 
