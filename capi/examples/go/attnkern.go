@@ -97,6 +97,21 @@ func ptr(s []float32) *C.float {
 	return (*C.float)(unsafe.Pointer(&s[0]))
 }
 
+// overlaps reports whether two slices share an element. The C API does not
+// detect an output that overlaps an input, and would compute garbage.
+func overlaps(a, b []float32) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	const size = unsafe.Sizeof(a[0])
+	a0, b0 := uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&b[0]))
+	return a0 < b0+uintptr(len(b))*size && b0 < a0+uintptr(len(a))*size
+}
+
+func overlapError(fn, out, in string) error {
+	return &Error{Status: ErrBadArgument, Message: fmt.Sprintf("%s: %s overlaps %s", fn, out, in)}
+}
+
 // checkLen checks that n elements hold a rows x cols matrix with leading
 // dimension ld. (Whether ld itself is valid is the library's call.)
 func checkLen(fn, name string, n, rows, cols, ld int) error {
@@ -142,19 +157,28 @@ func SetISA(name string) error {
 	return call(func() C.ak_status { return C.ak_set_isa(cname) })
 }
 
-// AvailableISAs returns the names in ISAs this machine supports. It probes
-// with SetISA and leaves the choice at "auto".
+// ISASupported reports whether SetISA(name) would succeed on this machine;
+// it changes nothing ("" means "auto").
+func ISASupported(name string) bool {
+	if name == "" {
+		return C.ak_isa_supported(nil) == 1
+	}
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	return C.ak_isa_supported(cname) == 1
+}
+
+// AvailableISAs returns the names in ISAs this machine supports, best first.
+// It changes nothing: the instruction set in use stays as it is (also for
+// goroutines running kernels meanwhile). The error is always nil.
 func AvailableISAs() ([]string, error) {
 	var found []string
 	for _, name := range ISAs {
-		err := SetISA(name)
-		if err == nil {
+		if ISASupported(name) {
 			found = append(found, name)
-		} else if e, ok := err.(*Error); !ok || e.Status != ErrUnsupported {
-			return nil, err
 		}
 	}
-	return found, SetISA("")
+	return found, nil
 }
 
 // SetNumThreads sets the threads each call uses, process-wide; 0 = OpenMP's default.
@@ -202,6 +226,14 @@ func Sgemm(ta, tb Transpose, m, n, k int, alpha float32, a []float32, lda int,
 	if err := checkLen(fn, "c", len(c), m, n, ldc); err != nil {
 		return err
 	}
+	if alpha != 0 && k != 0 && m != 0 && n != 0 {
+		if overlaps(c, a) {
+			return overlapError(fn, "c", "a")
+		}
+		if overlaps(c, b) {
+			return overlapError(fn, "c", "b")
+		}
+	}
 	return call(func() C.ak_status {
 		return C.ak_sgemm(C.ak_trans(ta), C.ak_trans(tb), C.int64_t(m), C.int64_t(n),
 			C.int64_t(k), C.float(alpha), ptr(a), C.int64_t(lda), ptr(b), C.int64_t(ldb),
@@ -217,6 +249,10 @@ func rowwise(fn string, rows, cols int, x []float32, ldx int, y []float32, ldy i
 	}
 	if err := checkLen(fn, "y", len(y), rows, cols, ldy); err != nil {
 		return err
+	}
+	// In place (y starting where x does) is fine; a partial overlap is not.
+	if rows != 0 && cols != 0 && overlaps(x, y) && &x[0] != &y[0] {
+		return overlapError(fn, "y", "x")
 	}
 	return call(func() C.ak_status {
 		r, c, lx, ly := C.int64_t(rows), C.int64_t(cols), C.int64_t(ldx), C.int64_t(ldy)
@@ -318,6 +354,20 @@ func (a *Attention) Run(q, k, v, out, lse []float32) error {
 		if t.n < need {
 			return shapeError("%s: %s has %d elements; %v needs %d", fn, t.name, t.n, t.dims, need)
 		}
+	}
+	for _, in := range []struct {
+		name string
+		s    []float32
+	}{{"q", q}, {"k", k}, {"v", v}} {
+		if overlaps(out, in.s) {
+			return overlapError(fn, "out", in.name)
+		}
+		if overlaps(lse, in.s) {
+			return overlapError(fn, "lse", in.name)
+		}
+	}
+	if overlaps(out, lse) {
+		return overlapError(fn, "lse", "out")
 	}
 	d := a.desc()
 	return call(func() C.ak_status {

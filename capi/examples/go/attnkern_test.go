@@ -178,6 +178,52 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+func TestOverlappingOutputIsRefused(t *testing.T) {
+	a := make([]float32, 64)
+	for i := range a {
+		a[i] = float32(i%7) - 3
+	}
+	b := append(append([]float32(nil), a...), a...)
+	if err := Sgemm(NoTrans, NoTrans, 8, 8, 8, 1, a, 8, b, 8, 0, a, 8); !errors.Is(err, ErrBadArgument) {
+		t.Errorf("Sgemm with c == a: %v", err)
+	}
+	if err := Sgemm(NoTrans, NoTrans, 8, 8, 8, 1, a, 8, b[:64], 8, 0, b[60:], 8); !errors.Is(err, ErrBadArgument) {
+		t.Errorf("Sgemm with c inside b: %v", err)
+	}
+	buf := make([]float32, 72)
+	if err := Softmax(8, 8, buf[:64], 8, buf[8:], 8); !errors.Is(err, ErrBadArgument) {
+		t.Errorf("Softmax with y one row past x: %v", err)
+	}
+	if err := Softmax(8, 8, buf[:64], 8, buf[:64], 8); err != nil {
+		t.Errorf("Softmax in place: %v", err)
+	}
+	att := Attention{Batch: 1, NumHeads: 1, QLen: 4, KVLen: 4, HeadDim: 8}
+	q, k, v := make([]float32, 32), make([]float32, 32), make([]float32, 32)
+	if err := att.Run(q, k, v, q, nil); !errors.Is(err, ErrBadArgument) {
+		t.Errorf("Attention with out == q: %v", err)
+	}
+	if err := att.Run(q, k, v, make([]float32, 32), v[:4]); !errors.Is(err, ErrBadArgument) {
+		t.Errorf("Attention with lse inside v: %v", err)
+	}
+}
+
+func TestListingISAsChangesNothing(t *testing.T) {
+	if err := SetISA("scalar"); err != nil {
+		t.Fatal(err)
+	}
+	defer SetISA("")
+	isas, err := AvailableISAs()
+	if err != nil || len(isas) == 0 {
+		t.Fatalf("AvailableISAs: %v, %v", isas, err)
+	}
+	if ISA() != "scalar" {
+		t.Fatalf("AvailableISAs changed the instruction set to %q", ISA())
+	}
+	if !ISASupported("scalar") || ISASupported("mmx") {
+		t.Fatalf("ISASupported: scalar %v, mmx %v", ISASupported("scalar"), ISASupported("mmx"))
+	}
+}
+
 func TestEveryAvailableISA(t *testing.T) {
 	isas, err := AvailableISAs()
 	if err != nil || len(isas) == 0 {

@@ -102,6 +102,7 @@ _PROTOTYPES = {
     "ak_version": (ctypes.c_char_p, []),
     "ak_abi_version": (ctypes.c_int, []),
     "ak_get_isa": (ctypes.c_char_p, []),
+    "ak_isa_supported": (ctypes.c_int, [ctypes.c_char_p]),
     "ak_set_isa": (_enum, [ctypes.c_char_p]),
     "ak_set_num_threads": (_enum, [ctypes.c_int]),
     "ak_get_num_threads": (ctypes.c_int, []),
@@ -192,18 +193,15 @@ class Library:
         arg = None if name is None else name.encode()
         self.check(self.lib.ak_set_isa(arg), "ak_set_isa")
 
+    def isa_supported(self, name):
+        """Whether set_isa(name) would succeed here; changes nothing."""
+        return self.lib.ak_isa_supported(None if name is None else name.encode()) == 1
+
     def available_isas(self):
-        """The names in ISAS that ak_set_isa accepts on this machine. Leaves the
-        choice at "auto". (The C API has no call that lists them.)"""
-        found = []
-        for name in ISAS:
-            st = self.lib.ak_set_isa(name.encode())
-            if st == Status.OK:
-                found.append(name)
-            elif st != Status.ERR_UNSUPPORTED:
-                self.check(st, "ak_set_isa")
-        self.set_isa(None)
-        return found
+        """The names in ISAS that set_isa accepts on this machine, best first.
+        Changes nothing: the instruction set in use stays as it is (also for
+        other threads running kernels meanwhile)."""
+        return [name for name in ISAS if self.isa_supported(name)]
 
     def set_num_threads(self, n):
         self.check(self.lib.ak_set_num_threads(n), "ak_set_num_threads")
@@ -232,6 +230,16 @@ class Library:
     def _ptr(x):
         return x.ctypes.data_as(_fp)
 
+    @staticmethod
+    def _disjoint(out, **inputs):
+        """Raises ValueError where out shares memory with an input: the C
+        API does not detect aliasing, and would compute garbage. (All are
+        C-contiguous, so overlapping bounds mean shared elements.)"""
+        np = _numpy()
+        for name, x in inputs.items():
+            if np.may_share_memory(out, x):
+                raise ValueError(f"out overlaps {name}")
+
     def sgemm(self, a, b, out=None, *, trans_a=False, trans_b=False,
               alpha=1.0, beta=0.0):
         """alpha * op(a) @ op(b) + beta * out, into out (allocated when None)."""
@@ -250,6 +258,7 @@ class Library:
         out = self._array(out, "out", 2, writable=True)
         if out.shape != (m, n):
             raise ValueError(f"out has shape {out.shape}, expected {(m, n)}")
+        self._disjoint(out, a=a, b=b)
         st = self.lib.ak_sgemm(int(bool(trans_a)), int(bool(trans_b)), m, n, k,
                                alpha, self._ptr(a), _ld(a.shape[1]), self._ptr(b),
                                _ld(b.shape[1]), beta, self._ptr(out), _ld(n))
@@ -266,6 +275,8 @@ class Library:
         out = self._array(out, "out", writable=True)
         if out.shape != x.shape:
             raise ValueError(f"out has shape {out.shape}, x has {x.shape}")
+        if out.ctypes.data != x.ctypes.data:  # in place is fine, a partial overlap is not
+            self._disjoint(out, x=x)
         cols = x.shape[-1]
         rows = x.size // cols if cols else 0
         ld = _ld(cols)
@@ -310,6 +321,7 @@ class Library:
         out = self._array(out, "out", 4, writable=True)
         if out.shape != (b, h, q_len, dv):
             raise ValueError(f"out has shape {out.shape}, expected {(b, h, q_len, dv)}")
+        self._disjoint(out, q=q, k=k, v=v)
         desc = self.attention_desc(batch=b, num_heads=h, num_kv_heads=hk,
                                    q_len=q_len, kv_len=kv_len, head_dim=d,
                                    head_dim_v=dv, scale=scale, mask=int(mask))

@@ -175,6 +175,35 @@ class ArrayTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             ak.softmax(good, out=ro)
 
+    def test_overlapping_out_is_refused(self):
+        x = self.rand(8, 8)
+        with self.assertRaisesRegex(ValueError, "overlaps a"):
+            ak.sgemm(x, self.rand(8, 8), out=x)
+        with self.assertRaisesRegex(ValueError, "overlaps b"):
+            ak.sgemm(self.rand(8, 8), x, out=x)
+        buf = self.rand(9, 8)
+        with self.assertRaisesRegex(ValueError, "overlaps x"):
+            ak.softmax(buf[:8], out=buf[1:])  # one row apart
+        same = buf.copy()
+        ak.softmax(same, out=same)  # in place stays allowed
+        np.testing.assert_allclose(same.sum(axis=1), 1.0, rtol=1e-6)
+        q = self.rand(1, 1, 4, 8).reshape(1, 1, 4, 8)
+        with self.assertRaisesRegex(ValueError, "overlaps q"):
+            ak.attention(q, self.rand(1, 1, 4, 8).reshape(1, 1, 4, 8),
+                         self.rand(1, 1, 4, 8).reshape(1, 1, 4, 8), out=q)
+
+    def test_listing_isas_changes_nothing(self):
+        try:
+            ak.set_isa("scalar")
+            isas = ak.available_isas()
+            self.assertEqual(ak.get_isa(), "scalar")
+            self.assertIn("scalar", isas)
+            self.assertEqual(ak.isa_supported("scalar"), True)
+            self.assertEqual(ak.isa_supported("mmx"), False)
+            self.assertEqual(ak.get_isa(), "scalar")
+        finally:
+            ak.set_isa(None)
+
     def test_every_available_isa(self):
         isas = ak.available_isas()
         self.assertIn(ak.get_isa(), isas)

@@ -203,19 +203,23 @@ pub fn set_isa(name: Option<&str>) -> Result<()> {
     check(unsafe { sys::ak_set_isa(name.as_ref().map_or(std::ptr::null(), |c| c.as_ptr())) })
 }
 
-/// The names in [`ISAS`] this machine supports. Probes with `set_isa`, so
-/// it leaves the choice at "auto".
-pub fn available_isas() -> Result<Vec<&'static str>> {
-    let mut found = Vec::new();
-    for name in ISAS {
-        match set_isa(Some(name)) {
-            Ok(()) => found.push(name),
-            Err(e) if e.status() == Status::Unsupported => {}
-            Err(e) => return Err(e),
-        }
+/// Whether `set_isa(name)` would succeed on this machine; changes nothing.
+/// A name with a NUL byte is not supported.
+pub fn isa_supported(name: Option<&str>) -> bool {
+    match name {
+        None => unsafe { sys::ak_isa_supported(std::ptr::null()) == 1 },
+        Some(n) => match CString::new(n) {
+            Ok(c) => unsafe { sys::ak_isa_supported(c.as_ptr()) == 1 },
+            Err(_) => false,
+        },
     }
-    set_isa(None)?;
-    Ok(found)
+}
+
+/// The names in [`ISAS`] this machine supports, best first. Changes
+/// nothing: the instruction set in use stays as it is (also for threads
+/// running kernels meanwhile). Never fails; a `Result` for compatibility.
+pub fn available_isas() -> Result<Vec<&'static str>> {
+    Ok(ISAS.iter().copied().filter(|n| isa_supported(Some(n))).collect())
 }
 
 /// Threads per call (process-wide); 0 = the OpenMP default.

@@ -78,6 +78,7 @@ extern "C" {
     pub fn ak_abi_version() -> c_int;
 
     pub fn ak_get_isa() -> *const c_char;
+    pub fn ak_isa_supported(name: *const c_char) -> c_int;
     pub fn ak_set_isa(name: *const c_char) -> ak_status;
     pub fn ak_set_num_threads(n: c_int) -> ak_status;
     pub fn ak_get_num_threads() -> c_int;

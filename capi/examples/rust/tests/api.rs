@@ -167,6 +167,20 @@ fn error_carries_status_and_message() {
 }
 
 #[test]
+fn listing_isas_changes_nothing() {
+    let _g = GLOBAL_CONFIG.lock().unwrap_or_else(|p| p.into_inner());
+    attnkern::set_isa(Some("scalar")).unwrap();
+    let isas = attnkern::available_isas().unwrap();
+    let now = attnkern::isa();
+    attnkern::set_isa(None).unwrap();
+    assert_eq!(now, "scalar", "available_isas changed the instruction set");
+    assert!(isas.contains(&"scalar"));
+    assert!(attnkern::isa_supported(Some("scalar")));
+    assert!(!attnkern::isa_supported(Some("mmx")));
+    assert!(!attnkern::isa_supported(Some("avx\0")));
+}
+
+#[test]
 fn every_available_isa() {
     let _g = GLOBAL_CONFIG.lock().unwrap_or_else(|p| p.into_inner());
     let isas = attnkern::available_isas().unwrap();
