@@ -6,7 +6,7 @@ function(run)
   endif()
 endfunction()
 
-file(REMOVE_RECURSE ${PREFIX} ${CONSUMER_BUILD})
+file(REMOVE_RECURSE ${PREFIX} ${CONSUMER_BUILD} ${CONSUMER_BUILD}-c)
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX})
 foreach(f include/attnkern.h lib/libattnkern.so lib/libattnkern.a
           lib/cmake/attnkern/attnkernConfig.cmake lib/pkgconfig/attnkern.pc)
@@ -19,6 +19,12 @@ run(${CMAKE_COMMAND} -S ${CONSUMER_SRC} -B ${CONSUMER_BUILD} -DCMAKE_PREFIX_PATH
 run(${CMAKE_COMMAND} --build ${CONSUMER_BUILD})
 run(${CONSUMER_BUILD}/consumer_shared)
 run(${CONSUMER_BUILD}/consumer_static)
+# A project in C alone (find_package must not need C++ there).
+run(${CMAKE_COMMAND} -S ${CONSUMER_SRC}/../consumer_c -B ${CONSUMER_BUILD}-c
+    -DCMAKE_PREFIX_PATH=${PREFIX} -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build ${CONSUMER_BUILD}-c)
+run(${CONSUMER_BUILD}-c/consumer_c_shared)
+run(${CONSUMER_BUILD}-c/consumer_c_static)
 # pkg-config, as a Makefile-based C project would use it.
 find_program(PKG_CONFIG pkg-config REQUIRED)
 set(ENV{PKG_CONFIG_PATH} ${PREFIX}/lib/pkgconfig)
