@@ -31,10 +31,13 @@ struct GemmBlocksDefaults {
   using wide_tile = void;                                             // no second tile
 };
 
-template <class V, int R, int NV, int AStep = R, bool PrefetchC = false, bool DirectB = false>
+template <class V, int R, int NV, int AStep = R, bool PrefetchC = false, bool DirectB = false,
+          bool CopyB = false>
 inline void sgemm_ukernel(std::int64_t kc, const float *__restrict ap, const float *__restrict bp,
                           float alpha, float beta, float *__restrict c, std::int64_t ldc,
-                          std::int64_t lda = 0, std::int64_t ldb = 0) {
+                          std::int64_t lda = 0, std::int64_t ldb = 0,
+                          float *__restrict bcopy = nullptr) {
+  static_assert(!CopyB || DirectB, "the packed copy is written from B read in place");
   using reg = typename V::reg;
   constexpr int W = V::width;
   constexpr int NR = NV * W;
@@ -61,6 +64,11 @@ inline void sgemm_ukernel(std::int64_t kc, const float *__restrict ap, const flo
     reg b[NV];
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) b[v] = V::loadu(bp + v * W);
+    if constexpr (CopyB) {
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) V::storeu(bcopy + v * W, b[v]);
+      bcopy += NR;
+    }
 #pragma GCC unroll 32
     for (int i = 0; i < R; ++i) {
       const reg a = V::set1(AStep > 0 ? ap[i] : ap[i * lda]);
@@ -115,6 +123,15 @@ template <class V, int MR, int NV, bool PackedA, bool DirectB = false> struct Ti
     sgemm_ukernel<V, R, NV, AStep>(kc, ap, bp, alpha, beta, tile, NR, lda);
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < cols; ++j) c[i * ldc + j] = tile[i * NR + j];
+  }
+
+  // A full tile (MR rows, NR columns) that reads B in place and also
+  // writes the sliver's packed copy, for the tiles after it.
+  static void run_packing_b(std::int64_t kc, const float *ap, const float *bp, float alpha,
+                            float beta, float *c, std::int64_t ldc, std::int64_t lda,
+                            std::int64_t ldb, float *bpack) {
+    sgemm_ukernel<V, MR, NV, PackedA ? MR : 0, true, true, true>(kc, ap, bp, alpha, beta, c, ldc,
+                                                                 lda, ldb, bpack);
   }
 
   template <int R = MR>
