@@ -40,6 +40,9 @@ std::int64_t check_tensor(ArgCheck &ck, TensorSpec &t, bool is_output) {
   if (t.extents[2] > 1 && t.strides[2] < t.dim)
     ck.fail(AK_ERR_BAD_STRIDE, "%s[2] (seq) = %lld is smaller than the row length %lld",
             t.strides_name, static_cast<long long>(t.strides[2]), static_cast<long long>(t.dim));
+  // Empty: no rows to overlap, nothing to span (the default strides of an
+  // empty tensor are 0, and so are a [b, h, s, d] tensor's with s = 0).
+  if (t.extents[0] == 0 || t.extents[1] == 0 || t.extents[2] == 0 || t.dim == 0) return 0;
   if (is_output && ck.ok()) {
     // Distinct (batch, head, seq) rows must not overlap: taking the axes by
     // increasing stride, each stride must clear everything below it.
@@ -59,16 +62,10 @@ std::int64_t check_tensor(ArgCheck &ck, TensorSpec &t, bool is_output) {
       span = ck.product(t.name, t.extents[axis] - 1, t.strides[axis]) + span;
     }
   }
-  if (t.extents[0] == 0 || t.extents[1] == 0 || t.extents[2] == 0 || t.dim == 0) return 0;
-  std::int64_t span = t.dim;
-  for (int i = 0; i < 3; ++i) {
-    const std::int64_t part = ck.product(t.name, t.extents[i] - 1, t.strides[i]);
-    if (!ck.ok() || __builtin_add_overflow(span, part, &span)) {
-      ck.fail(AK_ERR_OVERFLOW, "%s spans more than 2^63 floats", t.name);
-      return 0;
-    }
-  }
-  return span;
+  std::int64_t span = ck.sum(t.name, t.dim, 0); // also a row too long to address
+  for (int i = 0; i < 3 && ck.ok(); ++i)
+    span = ck.sum(t.name, span, ck.product(t.name, t.extents[i] - 1, t.strides[i]));
+  return ck.ok() ? span : 0;
 }
 
 ak_status attention_api(const ak_attention_desc *d, const float *q, const float *k, const float *v,
@@ -127,8 +124,11 @@ ak_status attention_api(const ak_attention_desc *d, const float *q, const float 
                 static_cast<long long>(d->bias_strides[i]));
     }
     const std::int64_t extents[3] = {d->batch, d->num_heads, d->q_len};
-    for (int i = 0; i < 3; ++i)
-      if (extents[i] > 0) ck.product("bias span", extents[i] - 1, d->bias_strides[i]);
+    std::int64_t span = d->kv_len;
+    for (int i = 0; i < 3 && ck.ok(); ++i)
+      if (extents[i] > 0)
+        span =
+            ck.sum("bias span", span, ck.product("bias span", extents[i] - 1, d->bias_strides[i]));
   }
   ck.product("probs (batch * num_heads * q_len * kv_len)", rows, d->kv_len);
   ck.pointer("q", q, ext_q)

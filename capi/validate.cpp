@@ -59,6 +59,16 @@ std::int64_t ArgCheck::product(const char *what, std::int64_t a, std::int64_t b)
   return r;
 }
 
+std::int64_t ArgCheck::sum(const char *what, std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r) || r > kMaxElements) {
+    fail(AK_ERR_OVERFLOW, "%s overflows (%lld + %lld)", what, static_cast<long long>(a),
+         static_cast<long long>(b));
+    return 0;
+  }
+  return r;
+}
+
 std::int64_t ArgCheck::matrix_extent(const char *name, std::int64_t rows, std::int64_t cols,
                                      std::int64_t ld) {
   if (rows <= 0 || cols <= 0 || ld <= 0) return 0;

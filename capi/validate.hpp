@@ -41,6 +41,9 @@ public:
   // ld (0 if empty); OVERFLOW if it, or its size in bytes, does not fit.
   std::int64_t matrix_extent(const char *name, std::int64_t rows, std::int64_t cols,
                              std::int64_t ld);
+  // a + b for two spans (elements) already checked, or OVERFLOW (returns 0
+  // then) past the largest span whose byte size fits.
+  std::int64_t sum(const char *what, std::int64_t a, std::int64_t b);
   // a * b, or OVERFLOW (returns 0 then).
   std::int64_t product(const char *what, std::int64_t a, std::int64_t b);
 

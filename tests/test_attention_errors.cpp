@@ -358,6 +358,16 @@ void add_attention_cases(std::vector<BadCase> &cases) {
     c = valid_attention();
     c.d.k_strides[1] = std::int64_t{1} << 62; // 2^62 floats: 2^64 bytes
     add("k_strides_span_bytes_overflow", AK_ERR_OVERFLOW, {"k_strides", "k"}, c);
+    // Each part of a span in range, their sum not: strides of 2^58 over 2
+    // batches, 4 heads and 5 rows add up to 8 x 2^58 = 2^61 floats and a
+    // row, whose byte count passes 2^63 (q, and bias).
+    const std::int64_t s58 = std::int64_t{1} << 58;
+    c = valid_attention();
+    set3(c.d.q_strides, s58, s58, s58);
+    add("q_strides_span_sum_overflow", AK_ERR_OVERFLOW, {"q"}, c);
+    c = valid_attention();
+    set3(c.d.bias_strides, s58, s58, s58);
+    add("bias_strides_span_sum_overflow", AK_ERR_OVERFLOW, {"bias span"}, c);
   }
 
   // NULL tensors with work to do.
@@ -572,6 +582,25 @@ std::vector<GoodCase> all_good_cases() {
   c.null_q = c.null_out = true;
   c.with_bias = c.with_lse = c.with_probs = false;
   add("q_len_0_null_q_out", c, false);
+
+  // Empty with the default strides (all 0, which the library fills in from
+  // the sizes) and with the contiguous ones spelled out, {h*s*d, s*d, d},
+  // which are 0 where s = 0: no rows, so none overlap.
+  c = valid_attention_contiguous();
+  c.d.q_len = 0;
+  add("q_len_0_default_strides", c, false);
+  c = valid_attention();
+  c.d.q_len = 0;
+  set3(c.d.q_strides, 0, 0, 6);
+  set3(c.d.o_strides, 0, 0, 4);
+  add("q_len_0_contiguous_strides", c, false);
+  c = valid_attention_contiguous();
+  c.d.num_heads = c.d.num_kv_heads = 0;
+  add("heads_0_default_strides", c, false);
+  c = valid_attention_contiguous();
+  c.d.batch = 0;
+  c.kv_lens.clear();
+  add("batch_0_default_strides", c, false);
 
   c = valid_attention();
   c.d.kv_len = 0;

@@ -940,6 +940,10 @@ template <class V, class Cfg> KernelStatus attention(const AttentionArgs &a, int
   const double flops = 2.0 * a.batch * a.heads * a.q_len * static_cast<double>(a.kv_len + 1) *
                        static_cast<double>(a.dk + a.dv);
   threads = threads_for_work(threads, flops, 2.0e6);
+  // Head dimensions past 2^30 floats would need over 2 TiB of scratch per
+  // thread (hundreds of rows of them), and their sums below could overflow.
+  if (a.dk > (std::int64_t{1} << 30) || a.dv > (std::int64_t{1} << 30))
+    return KernelStatus::out_of_memory;
   const AttentionPlan<Cfg> plan(a, threads);
   if (plan.items < threads) threads = static_cast<int>(max64(plan.items, 1));
   const std::int64_t rows_total = a.batch * a.heads * a.q_len;
