@@ -118,7 +118,8 @@ AK_API ak_status ak_sgemm_strided_batched(ak_trans ta, ak_trans tb, int64_t m, i
 /* --------------------------------------------------------------- softmax */
 
 /* Row-wise softmax over the last axis of a rows x cols matrix; y may equal x
-   (with ldy == ldx). -inf entries get weight 0; an all -inf row gives zeros;
+   (with ldy == ldx), any other overlap of y and x is not allowed (not
+   checked). -inf entries get weight 0; an all -inf row gives zeros;
    a NaN (or +inf) makes its row NaN. Entries past cols are never touched. */
 AK_API ak_status ak_softmax(int64_t rows, int64_t cols, const float *x, int64_t ldx, float *y,
                             int64_t ldy);
@@ -127,7 +128,8 @@ AK_API ak_status ak_softmax(int64_t rows, int64_t cols, const float *x, int64_t 
 AK_API ak_status ak_log_softmax(int64_t rows, int64_t cols, const float *x, int64_t ldx, float *y,
                                 int64_t ldy);
 /* Softmax along the middle axis of a contiguous [outer, axis_len, inner]
-   tensor (axis 0 of a matrix: outer = 1, inner = cols); y may equal x. */
+   tensor (axis 0 of a matrix: outer = 1, inner = cols); y may equal x, but
+   not overlap it otherwise (not checked). */
 AK_API ak_status ak_softmax_axis(int64_t outer, int64_t axis_len, int64_t inner, const float *x,
                                  float *y);
 
@@ -180,9 +182,18 @@ AK_API void ak_attention_desc_init(ak_attention_desc *d);
    at positions not visible to a query never reach that query's output (NaN
    or Inf stored there is harmless); a NaN in a visible q, k or bias entry
    makes that query's output row NaN, a NaN in a visible v entry the output
-   entries it feeds. lse = log sum_j exp(scale q.k_j + bias_j) over the
+   entries it feeds. A key whose weight is exactly 0 in fp32 (a score of
+   -inf, or one about 104 or more below the row's largest, whose exponential
+   underflows) feeds nothing: NaN or Inf in its v does not reach the output.
+   lse = log sum_j exp(scale q.k_j + bias_j) over the
    visible keys: a score of +inf (from an infinite q, k or bias entry) makes
    the row's output and probs NaN and its lse +inf; scores of -inf weigh 0.
+   Scores are formed in fp32 as (scale * q) . k + bias: a scaled query entry
+   or a score past FLT_MAX is infinite (as above). probs are exp(score - lse)
+   with lse rounded to fp32, so for scores of magnitude past ~1e7 a row of
+   probs may not sum to 1 (out, from the unrounded sums, is unaffected).
+   No output (out, lse, probs) may overlap an input (q, k, v, bias) or
+   another output; this is not checked.
    struct_size must equal sizeof(ak_attention_desc) of this header version.
    Strides: q_strides etc. give the [batch, head, seq] strides of a tensor
    whose last (head_dim) axis is contiguous; all three 0 means contiguous
@@ -201,7 +212,8 @@ AK_API ak_status ak_position_encoding(int64_t max_len, int64_t dim, float base, 
 
 /* x [n_tokens, d_model]; w_q, w_k [num_heads, d_model, d_k];
    w_v [num_heads, d_model, d_v]; out [num_heads, n_tokens, d_v] =
-   softmax((x w_q)(x w_k)^T / sqrt(d_k)) (x w_v) per head. */
+   softmax((x w_q)(x w_k)^T / sqrt(d_k)) (x w_v) per head. out must not
+   overlap an input (not checked). */
 AK_API ak_status ak_mha_self_attention(int64_t n_tokens, int64_t d_model, int64_t num_heads,
                                        int64_t d_k, int64_t d_v, const float *x, const float *w_q,
                                        const float *w_k, const float *w_v, ak_mask mask,
