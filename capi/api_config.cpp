@@ -53,4 +53,15 @@ ak_status ak_set_num_threads(int n) {
 
 int ak_get_num_threads(void) { return ak::threads_setting_now(); }
 
+ak_status ak_set_num_threads_local(int n) {
+  if (n < 0)
+    return ak::capi::fail(
+        AK_ERR_BAD_ARGUMENT,
+        "ak_set_num_threads_local: n = %d is negative (0 means follow ak_set_num_threads)", n);
+  ak::set_thread_local_setting(n);
+  return AK_OK;
+}
+
+int ak_get_num_threads_local(void) { return ak::thread_local_setting(); }
+
 } // extern "C"

@@ -72,13 +72,24 @@ AK_API int ak_isa_supported(const char *name);
    A set the CPU (or OS) does not support is AK_ERR_UNSUPPORTED. The
    environment variable AK_ISA sets the initial choice. Process-wide. */
 AK_API ak_status ak_set_isa(const char *name);
-/* Threads used by each call; 0 = the OpenMP default. Process-wide. A call made
+/* Threads used by each call; 0 = the OpenMP default. Process-wide (a thread's
+   own ak_set_num_threads_local, below, comes first there). A call made
    from inside an OpenMP parallel region always runs on the calling thread, and
    so does every call in a child forked after this process may have run calls
    on several threads (OpenMP's runtime does not survive fork). */
 AK_API ak_status ak_set_num_threads(int n);
-/* The thread count a call would use now (resolves 0 to the OpenMP default). */
+/* The thread count a call from this thread would use now (resolves the
+   per-thread override below, then 0 to the OpenMP default). */
 AK_API int ak_get_num_threads(void);
+/* Threads used by calls made from the calling thread only, overriding
+   ak_set_num_threads there; 0 = follow the process-wide setting again. For an
+   engine that calls from worker threads of its own: each worker sets 1 (no
+   OpenMP pool per worker, no oversubscription) while other callers keep the
+   process-wide count. The OpenMP-region and fork rules above still apply.
+   Negative n is AK_ERR_BAD_ARGUMENT and changes nothing. */
+AK_API ak_status ak_set_num_threads_local(int n);
+/* The calling thread's override (0 if none): save it to restore it later. */
+AK_API int ak_get_num_threads_local(void);
 
 /* ----------------------------------------------------------------- sgemm */
 

@@ -13,6 +13,10 @@
 namespace ak {
 namespace {
 std::atomic<int> g_threads{0};
+// The calling thread's own count (0 = follow g_threads): an engine's worker
+// threads set 1 without touching other callers. Plain thread_local int: no
+// destructor, nothing to release when a thread exits.
+thread_local int t_threads = 0;
 
 #ifdef AK_FORK_GUARD
 // OpenMP's runtime does not survive fork: its worker threads are not copied
@@ -30,6 +34,8 @@ void on_fork_child() {
 } // namespace
 
 void set_thread_setting(int n) { g_threads.store(n, std::memory_order_relaxed); }
+void set_thread_local_setting(int n) { t_threads = n; }
+int thread_local_setting() { return t_threads; }
 
 int threads_setting_now() {
 #ifdef _OPENMP
@@ -37,6 +43,7 @@ int threads_setting_now() {
 #ifdef AK_FORK_GUARD
   if (g_forked_after_team.load(std::memory_order_relaxed)) return 1;
 #endif
+  if (t_threads > 0) return t_threads;
   const int n = g_threads.load(std::memory_order_relaxed);
   return n > 0 ? n : omp_get_max_threads();
 #else

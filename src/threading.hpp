@@ -6,10 +6,13 @@
 namespace ak {
 
 void set_thread_setting(int n); // 0 = OpenMP default
+// The calling thread's override of the process-wide setting (0 = none).
+void set_thread_local_setting(int n);
+int thread_local_setting();
 // Threads a call would use now: 1 inside an OpenMP parallel region (a guest
 // never spawns a nested team) and in a child forked after this process may
-// have run a team (see threading.cpp), else the setting or the OpenMP
-// default.
+// have run a team (see threading.cpp), else the calling thread's override,
+// the process-wide setting or the OpenMP default, first that is set.
 int threads_setting_now();
 // The same, for a call about to run (which may start a team).
 int threads_for_call();

@@ -481,6 +481,9 @@ void add_config_cases(std::vector<BadCase> &cases) {
     cases.push_back({std::string("ak_set_num_threads_") + tag, AK_ERR_BAD_ARGUMENT,
                      "ak_set_num_threads", "n = " + std::to_string(n),
                      [n = n](Buffers &) { return ak_set_num_threads(n); }});
+    cases.push_back({std::string("ak_set_num_threads_local_") + tag, AK_ERR_BAD_ARGUMENT,
+                     "ak_set_num_threads_local", "n = " + std::to_string(n),
+                     [n = n](Buffers &) { return ak_set_num_threads_local(n); }});
   }
 }
 
@@ -521,6 +524,7 @@ TEST_P(CapiErrorsBadInput, RejectsWithoutWriting) {
   EXPECT_TRUE(untouched(buf.out, "output"));
   EXPECT_EQ(ak_get_isa(), isa_before);
   EXPECT_EQ(ak_get_num_threads(), threads_before);
+  EXPECT_EQ(ak_get_num_threads_local(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(, CapiErrorsBadInput, ::testing::ValuesIn(all_bad_cases()),

@@ -6,7 +6,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <thread>
 
+#if defined(__linux__)
+#include <dirent.h>
+#endif
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/wait.h>
 #include <unistd.h>
@@ -70,6 +74,87 @@ TEST(Config, ThreadSetting) {
   EXPECT_EQ(ak_set_num_threads(-2), AK_ERR_BAD_ARGUMENT);
   EXPECT_EQ(ak_get_num_threads(), omp_get_max_threads());
 }
+
+// A thread's own count overrides the process-wide one for that thread alone.
+TEST(Config, PerThreadSettingOverridesTheProcessWideOneOnItsThreadOnly) {
+  ASSERT_EQ(ak_set_num_threads(3), AK_OK);
+  EXPECT_EQ(ak_get_num_threads_local(), 0);
+  ASSERT_EQ(ak_set_num_threads_local(1), AK_OK);
+  EXPECT_EQ(ak_get_num_threads_local(), 1);
+  EXPECT_EQ(ak_get_num_threads(), 1);
+  int other = -1, other_local = -1;
+  std::thread([&] {
+    other = ak_get_num_threads();
+    other_local = ak_get_num_threads_local();
+  }).join();
+  EXPECT_EQ(other, 3) << "another thread must keep the process-wide count";
+  EXPECT_EQ(other_local, 0);
+  ASSERT_EQ(ak_set_num_threads_local(5), AK_OK);
+  EXPECT_EQ(ak_get_num_threads(), 5);
+  ASSERT_EQ(ak_set_num_threads(2), AK_OK); // the process-wide one does not reset it
+  EXPECT_EQ(ak_get_num_threads(), 5);
+  EXPECT_EQ(ak_set_num_threads_local(-1), AK_ERR_BAD_ARGUMENT);
+  EXPECT_EQ(ak_get_num_threads_local(), 5);
+  ASSERT_EQ(ak_set_num_threads_local(0), AK_OK); // follow the process again
+  EXPECT_EQ(ak_get_num_threads(), 2);
+  ak_set_num_threads(0);
+}
+
+// The override holds inside an OpenMP region too: one thread, no nesting.
+TEST(Config, PerThreadSettingDoesNotNestTeams) {
+  int inside = -1;
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    {
+      ak_set_num_threads_local(4); // a team member's own setting
+      inside = ak_get_num_threads();
+      ak_set_num_threads_local(0);
+    }
+  }
+  EXPECT_EQ(inside, 1);
+}
+
+#if defined(__linux__)
+int os_threads_in_process() {
+  int count = 0;
+  if (DIR *d = opendir("/proc/self/task")) {
+    while (const dirent *e = readdir(d)) count += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return count;
+}
+
+// What the override is for: a worker thread of an engine's own that sets 1
+// starts no OpenMP pool of its own (libgomp keeps one per calling thread),
+// while the process-wide count is 2; the same call with an override of 2
+// does start one, so the count below can tell.
+TEST(Config, AWorkerThreadSetToOneStartsNoPool) {
+  ASSERT_EQ(ak_set_num_threads(2), AK_OK);
+  const std::int64_t n = 256; // big enough for a team of 2
+  const auto a = random_normal(static_cast<std::size_t>(n * n), 5);
+  const auto b = random_normal(static_cast<std::size_t>(n * n), 6);
+  std::vector<float> c(static_cast<std::size_t>(n * n));
+  int before = 0, after_one = 0, after_two = 0;
+  ak_status one = AK_OK, two = AK_OK;
+  std::thread([&] {
+    ak_set_num_threads_local(1);
+    before = os_threads_in_process();
+    one = ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+                   c.data(), n);
+    after_one = os_threads_in_process();
+    ak_set_num_threads_local(2);
+    two = ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+                   c.data(), n);
+    after_two = os_threads_in_process();
+  }).join();
+  ak_set_num_threads(0);
+  ASSERT_EQ(one, AK_OK);
+  ASSERT_EQ(two, AK_OK);
+  EXPECT_EQ(after_one, before) << "a call set to 1 thread started threads";
+  EXPECT_GT(after_two, after_one) << "control: a call set to 2 threads started none";
+}
+#endif
 
 // A guest inside an engine's OpenMP region runs on the calling thread only.
 TEST(Config, InsideAParallelRegionACallIsSingleThreaded) {

@@ -52,6 +52,9 @@ static void check_isa(void) {
   CHECK(isa != NULL && strcmp(ak_get_isa(), isa) == 0);
   CHECK(ak_set_num_threads(0) == AK_OK);
   CHECK(ak_get_num_threads() >= 1);
+  CHECK(ak_set_num_threads_local(1) == AK_OK);
+  CHECK(ak_get_num_threads_local() == 1 && ak_get_num_threads() == 1);
+  CHECK(ak_set_num_threads_local(0) == AK_OK);
 }
 
 static void check_sgemm(void) {

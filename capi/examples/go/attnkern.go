@@ -189,8 +189,33 @@ func SetNumThreads(n int) error {
 	return call(func() C.ak_status { return C.ak_set_num_threads(C.int(n)) })
 }
 
-// NumThreads is the thread count a call would use now.
-func NumThreads() int { return int(C.ak_get_num_threads()) }
+// NumThreads is the thread count a call from this OS thread would use now.
+func NumThreads() int {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return int(C.ak_get_num_threads())
+}
+
+// WithThreadsLocal runs f with the calling OS thread's own thread count set
+// to n (ak_set_num_threads_local; 0 = the process-wide count), then restores
+// the previous one. The goroutine stays on its OS thread meanwhile, so the
+// calls f makes on this goroutine use n threads while other goroutines keep
+// the process-wide count: a server calling from many goroutines passes 1 and
+// starts no OpenMP pool per OS thread.
+func WithThreadsLocal(n int, f func()) error {
+	if n != int(C.int(n)) {
+		return &Error{Status: ErrBadArgument, Message: fmt.Sprintf("WithThreadsLocal: %d is too many", n)}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	previous := C.ak_get_num_threads_local()
+	if err := call(func() C.ak_status { return C.ak_set_num_threads_local(C.int(n)) }); err != nil {
+		return err
+	}
+	defer C.ak_set_num_threads_local(previous)
+	f()
+	return nil
+}
 
 // -------------------------------------------------------------------- sgemm
 

@@ -253,6 +253,16 @@ func TestEveryAvailableISA(t *testing.T) {
 	if err := SetNumThreads(3); err != nil || NumThreads() != 3 {
 		t.Fatalf("SetNumThreads(3): %v, NumThreads() = %d", err, NumThreads())
 	}
+	inside := -1
+	if err := WithThreadsLocal(1, func() { inside = NumThreads() }); err != nil || inside != 1 {
+		t.Fatalf("WithThreadsLocal(1): %v, NumThreads() inside = %d", err, inside)
+	}
+	if NumThreads() != 3 {
+		t.Fatalf("after WithThreadsLocal(1): NumThreads() = %d, want 3 again", NumThreads())
+	}
+	if err := WithThreadsLocal(-1, func() { t.Fatal("f ran after a bad count") }); !errors.Is(err, ErrBadArgument) {
+		t.Fatalf("WithThreadsLocal(-1): %v", err)
+	}
 	SetNumThreads(0)
 }
 

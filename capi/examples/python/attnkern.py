@@ -106,6 +106,8 @@ _PROTOTYPES = {
     "ak_set_isa": (_enum, [ctypes.c_char_p]),
     "ak_set_num_threads": (_enum, [ctypes.c_int]),
     "ak_get_num_threads": (ctypes.c_int, []),
+    "ak_set_num_threads_local": (_enum, [ctypes.c_int]),
+    "ak_get_num_threads_local": (ctypes.c_int, []),
     "ak_sgemm": (_enum, [_enum, _enum, _i64, _i64, _i64, _f32, _fp, _i64,
                          _fp, _i64, _f32, _fp, _i64]),
     "ak_sgemm_strided_batched": (_enum, [_enum, _enum, _i64, _i64, _i64, _f32,
@@ -207,7 +209,17 @@ class Library:
         self.check(self.lib.ak_set_num_threads(n), "ak_set_num_threads")
 
     def get_num_threads(self):
+        """The thread count a call from this thread would use now."""
         return self.lib.ak_get_num_threads()
+
+    def set_num_threads_local(self, n):
+        """Threads per call for calls from the calling thread only (0 = follow
+        set_num_threads again): worker threads of an engine's own set 1."""
+        self.check(self.lib.ak_set_num_threads_local(n), "ak_set_num_threads_local")
+
+    def get_num_threads_local(self):
+        """The calling thread's own count (0 if it follows the process's)."""
+        return self.lib.ak_get_num_threads_local()
 
     # ------------------------------------------------------------ arrays
     @staticmethod

@@ -11,6 +11,7 @@ import ctypes
 import os
 import subprocess
 import sys
+import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -46,7 +47,19 @@ class ConfigTest(unittest.TestCase):
             with self.assertRaises(AttnkernError) as cm:
                 ak.set_num_threads(-1)
             self.assertEqual(cm.exception.status, Status.ERR_BAD_ARGUMENT)
+            ak.set_num_threads_local(1)
+            self.assertEqual((ak.get_num_threads(), ak.get_num_threads_local()), (1, 1))
+            seen = []
+            worker = threading.Thread(
+                target=lambda: seen.append((ak.get_num_threads(), ak.get_num_threads_local())))
+            worker.start()
+            worker.join()
+            self.assertEqual(seen, [(2, 0)], "another thread keeps the process-wide count")
+            with self.assertRaises(AttnkernError):
+                ak.set_num_threads_local(-1)
+            self.assertEqual(ak.get_num_threads_local(), 1)
         finally:
+            ak.set_num_threads_local(0)
             ak.set_num_threads(0)
 
     def test_layout_matches_c(self):

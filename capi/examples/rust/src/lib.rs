@@ -230,9 +230,24 @@ pub fn set_num_threads(n: usize) -> Result<()> {
     check(unsafe { sys::ak_set_num_threads(n) })
 }
 
-/// The thread count a call would use now.
+/// The thread count a call from this thread would use now.
 pub fn num_threads() -> usize {
     unsafe { sys::ak_get_num_threads() }.max(0) as usize
+}
+
+/// Threads per call for calls made from the calling thread only, overriding
+/// `set_num_threads` there; 0 = follow the process-wide count again. Worker
+/// threads of an engine's own set 1 (no OpenMP pool per worker).
+pub fn set_num_threads_local(n: usize) -> Result<()> {
+    let n = c_int::try_from(n).map_err(|_| {
+        Error::new(Status::BadArgument, format!("set_num_threads_local: {} is too many", n))
+    })?;
+    check(unsafe { sys::ak_set_num_threads_local(n) })
+}
+
+/// The calling thread's own count (0 if it follows the process-wide one).
+pub fn num_threads_local() -> usize {
+    unsafe { sys::ak_get_num_threads_local() }.max(0) as usize
 }
 
 // -------------------------------------------------------------------- sgemm

@@ -82,6 +82,8 @@ extern "C" {
     pub fn ak_set_isa(name: *const c_char) -> ak_status;
     pub fn ak_set_num_threads(n: c_int) -> ak_status;
     pub fn ak_get_num_threads() -> c_int;
+    pub fn ak_set_num_threads_local(n: c_int) -> ak_status;
+    pub fn ak_get_num_threads_local() -> c_int;
 
     pub fn ak_sgemm(
         ta: ak_trans,

@@ -204,6 +204,12 @@ fn every_available_isa() {
 
     attnkern::set_num_threads(3).unwrap();
     assert_eq!(attnkern::num_threads(), 3);
+    attnkern::set_num_threads_local(1).unwrap();
+    assert_eq!((attnkern::num_threads(), attnkern::num_threads_local()), (1, 1));
+    let other = std::thread::spawn(|| (attnkern::num_threads(), attnkern::num_threads_local()));
+    assert_eq!(other.join().unwrap(), (3, 0), "another thread keeps the process-wide count");
+    attnkern::set_num_threads_local(0).unwrap();
+    assert_eq!(attnkern::num_threads(), 3);
     attnkern::set_num_threads(0).unwrap();
 }
 
