@@ -234,6 +234,10 @@ class Library:
         if not x.flags.c_contiguous:
             raise ValueError(f"{name} must be C-contiguous "
                              "(use numpy.ascontiguousarray)")
+        if not x.flags.aligned:
+            # A float at an address not a multiple of 4 is undefined
+            # behaviour in C (numpy.frombuffer at an odd offset makes one).
+            raise ValueError(f"{name} is not aligned to 4 bytes (pass a copy)")
         if writable and not x.flags.writeable:
             raise ValueError(f"{name} must be writable")
         return x
@@ -304,7 +308,9 @@ class Library:
         return self._rowwise(self.lib.ak_log_softmax, "ak_log_softmax", x, out)
 
     def attention_desc(self, **fields):
-        """A fresh ak_attention_desc (ak_attention_desc_init), fields set."""
+        """A fresh ak_attention_desc (ak_attention_desc_init), fields set.
+        Pointer fields (bias, kv_lens, lse, probs) hold raw addresses: keep the
+        arrays they point into alive (and unmoved) until ak_attention returns."""
         d = AttentionDesc()
         self.lib.ak_attention_desc_init(ctypes.byref(d))
         for key, value in fields.items():

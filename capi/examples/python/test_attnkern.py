@@ -183,6 +183,11 @@ class ArrayTest(unittest.TestCase):
             ak.sgemm(good, self.rand(4, 3))  # inner dimensions differ
         with self.assertRaises(ValueError):
             ak.sgemm(good, good, out=np.empty((3, 3), dtype=np.float32, order="F"))
+        raw = np.zeros(4 * 9 + 1, dtype=np.uint8)
+        odd = np.frombuffer(raw.data, dtype=np.float32, count=9, offset=1).reshape(3, 3)
+        self.assertFalse(odd.flags.aligned)
+        with self.assertRaisesRegex(ValueError, "aligned"):
+            ak.softmax(odd)
         ro = good.copy()
         ro.flags.writeable = False
         with self.assertRaises(ValueError):
