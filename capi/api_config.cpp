@@ -1,7 +1,8 @@
-// Version, instruction-set and thread-count entry points.
+// Version, instruction-set, thread-count and scratch entry points.
 #include <cstring>
 
 #include "../src/dispatch.hpp"
+#include "../src/scratch.hpp"
 #include "../src/threading.hpp"
 #include "attnkern.h"
 #include "errors.hpp"
@@ -63,5 +64,12 @@ ak_status ak_set_num_threads_local(int n) {
 }
 
 int ak_get_num_threads_local(void) { return ak::thread_local_setting(); }
+
+void ak_release_scratch(void) {
+  try {
+    ak::release_cached_scratch();
+  } catch (...) { // a mutex that cannot lock: nothing freed, nothing thrown
+  }
+}
 
 } // extern "C"

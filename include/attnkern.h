@@ -90,6 +90,12 @@ AK_API int ak_get_num_threads(void);
 AK_API ak_status ak_set_num_threads_local(int n);
 /* The calling thread's override (0 if none): save it to restore it later. */
 AK_API int ak_get_num_threads_local(void);
+/* Each thread that runs a call keeps its largest scratch buffer (packed
+   panels, up to 16 MiB) for the next call. This frees every thread's kept
+   buffer, in the whole process: for an engine going idle, or after a large
+   call on a thread that will not call again soon. Calls running meanwhile
+   keep the buffers they use; the next call allocates anew. */
+AK_API void ak_release_scratch(void);
 
 /* ----------------------------------------------------------------- sgemm */
 

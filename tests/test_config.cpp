@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -155,6 +156,38 @@ TEST(Config, AWorkerThreadSetToOneStartsNoPool) {
   EXPECT_GT(after_two, after_one) << "control: a call set to 2 threads started none";
 }
 #endif
+
+// Releasing kept scratch while other threads run calls frees only what is
+// kept: their results stay right (ASan would see a buffer freed under a call).
+TEST(Config, ReleasingScratchWhileCallsRunIsSafe) {
+  ASSERT_EQ(ak_set_num_threads(1), AK_OK);
+  const std::int64_t n = 96;
+  const auto a = random_normal(static_cast<std::size_t>(n * n), 7);
+  const auto b = random_normal(static_cast<std::size_t>(n * n), 8);
+  std::vector<float> want(static_cast<std::size_t>(n * n));
+  ASSERT_EQ(ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+                     want.data(), n),
+            AK_OK);
+  std::atomic<int> wrong{0}, calls{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 3; ++t)
+    callers.emplace_back([&] {
+      std::vector<float> c(want.size());
+      while (!stop.load()) {
+        const bool ok = ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n,
+                                 0.0f, c.data(), n) == AK_OK;
+        wrong += !ok || c != want;
+        ++calls;
+      }
+    });
+  for (int i = 0; i < 2000 || calls.load() < 3000; ++i) ak_release_scratch();
+  stop = true;
+  for (auto &t : callers) t.join();
+  ak_release_scratch();
+  ak_set_num_threads(0);
+  EXPECT_EQ(wrong.load(), 0);
+}
 
 // A guest inside an engine's OpenMP region runs on the calling thread only.
 TEST(Config, InsideAParallelRegionACallIsSingleThreaded) {

@@ -55,6 +55,7 @@ static void check_isa(void) {
   CHECK(ak_set_num_threads_local(1) == AK_OK);
   CHECK(ak_get_num_threads_local() == 1 && ak_get_num_threads() == 1);
   CHECK(ak_set_num_threads_local(0) == AK_OK);
+  ak_release_scratch();
 }
 
 static void check_sgemm(void) {

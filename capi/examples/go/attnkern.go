@@ -196,6 +196,10 @@ func NumThreads() int {
 	return int(C.ak_get_num_threads())
 }
 
+// ReleaseScratch frees the scratch buffers every thread keeps between calls
+// (calls running meanwhile keep theirs; the next call allocates anew).
+func ReleaseScratch() { C.ak_release_scratch() }
+
 // WithThreadsLocal runs f with the calling OS thread's own thread count set
 // to n (ak_set_num_threads_local; 0 = the process-wide count), then restores
 // the previous one. The goroutine stays on its OS thread meanwhile, so the

@@ -257,6 +257,7 @@ func TestEveryAvailableISA(t *testing.T) {
 	if err := WithThreadsLocal(1, func() { inside = NumThreads() }); err != nil || inside != 1 {
 		t.Fatalf("WithThreadsLocal(1): %v, NumThreads() inside = %d", err, inside)
 	}
+	ReleaseScratch()
 	if NumThreads() != 3 {
 		t.Fatalf("after WithThreadsLocal(1): NumThreads() = %d, want 3 again", NumThreads())
 	}

@@ -108,6 +108,7 @@ _PROTOTYPES = {
     "ak_get_num_threads": (ctypes.c_int, []),
     "ak_set_num_threads_local": (_enum, [ctypes.c_int]),
     "ak_get_num_threads_local": (ctypes.c_int, []),
+    "ak_release_scratch": (None, []),
     "ak_sgemm": (_enum, [_enum, _enum, _i64, _i64, _i64, _f32, _fp, _i64,
                          _fp, _i64, _f32, _fp, _i64]),
     "ak_sgemm_strided_batched": (_enum, [_enum, _enum, _i64, _i64, _i64, _f32,
@@ -220,6 +221,10 @@ class Library:
     def get_num_threads_local(self):
         """The calling thread's own count (0 if it follows the process's)."""
         return self.lib.ak_get_num_threads_local()
+
+    def release_scratch(self):
+        """Frees the scratch buffers every thread keeps between calls."""
+        self.lib.ak_release_scratch()
 
     # ------------------------------------------------------------ arrays
     @staticmethod

@@ -58,6 +58,7 @@ class ConfigTest(unittest.TestCase):
             with self.assertRaises(AttnkernError):
                 ak.set_num_threads_local(-1)
             self.assertEqual(ak.get_num_threads_local(), 1)
+            ak.release_scratch()  # callable any time; the next call allocates anew
         finally:
             ak.set_num_threads_local(0)
             ak.set_num_threads(0)

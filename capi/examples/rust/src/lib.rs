@@ -250,6 +250,12 @@ pub fn num_threads_local() -> usize {
     unsafe { sys::ak_get_num_threads_local() }.max(0) as usize
 }
 
+/// Frees the scratch buffers every thread keeps between calls (calls running
+/// meanwhile keep theirs; the next call allocates anew).
+pub fn release_scratch() {
+    unsafe { sys::ak_release_scratch() }
+}
+
 // -------------------------------------------------------------------- sgemm
 
 /// Whether sgemm uses a matrix as stored or its transpose.

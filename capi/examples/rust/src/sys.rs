@@ -84,6 +84,7 @@ extern "C" {
     pub fn ak_get_num_threads() -> c_int;
     pub fn ak_set_num_threads_local(n: c_int) -> ak_status;
     pub fn ak_get_num_threads_local() -> c_int;
+    pub fn ak_release_scratch();
 
     pub fn ak_sgemm(
         ta: ak_trans,

@@ -210,6 +210,7 @@ fn every_available_isa() {
     assert_eq!(other.join().unwrap(), (3, 0), "another thread keeps the process-wide count");
     attnkern::set_num_threads_local(0).unwrap();
     assert_eq!(attnkern::num_threads(), 3);
+    attnkern::release_scratch();
     attnkern::set_num_threads(0).unwrap();
 }
 
