@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
 #if defined(__linux__)
 #include <dirent.h>
+#include <pthread.h>
 #endif
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/wait.h>
@@ -152,8 +154,12 @@ TEST(Config, AWorkerThreadSetToOneStartsNoPool) {
   ak_set_num_threads(0);
   ASSERT_EQ(one, AK_OK);
   ASSERT_EQ(two, AK_OK);
+  // The control: libgomp starts a pool for each thread that opens a team;
+  // a runtime that shares one pool among threads (LLVM's libomp may) leaves
+  // nothing for this count to see.
+  if (after_two == after_one)
+    GTEST_SKIP() << "a call set to 2 threads started none: this OpenMP runtime shares its pool";
   EXPECT_EQ(after_one, before) << "a call set to 1 thread started threads";
-  EXPECT_GT(after_two, after_one) << "control: a call set to 2 threads started none";
 }
 #endif
 
@@ -188,6 +194,52 @@ TEST(Config, ReleasingScratchWhileCallsRunIsSafe) {
   ak_set_num_threads(0);
   EXPECT_EQ(wrong.load(), 0);
 }
+
+#if defined(__linux__)
+// Large enough to pack into scratch (and keep it), small enough to be quick.
+void small_product() {
+  const std::int64_t n = 192;
+  std::vector<float> a(static_cast<std::size_t>(n * n), 0.5f), c(a.size());
+  ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, a.data(), n, 0.0f, c.data(), n);
+}
+
+void *call_and_wait_body(void *arg) {
+  small_product();
+  auto *go = static_cast<std::atomic<bool> *>(arg);
+  while (!go->load()) std::this_thread::yield();
+  return nullptr;
+}
+
+// A child forked from a process whose threads keep scratch: their state is
+// copied into the child, where their memory may be unmapped once the child
+// runs threads of its own. Releasing there must not reach it.
+TEST(Config, ReleaseInAChildForkedFromAThreadedParent) {
+  ASSERT_EQ(ak_set_num_threads(1), AK_OK);
+  std::atomic<bool> go{false};
+  std::vector<pthread_t> parents(8);
+  for (pthread_t &t : parents) ASSERT_EQ(pthread_create(&t, nullptr, call_and_wait_body, &go), 0);
+  small_product();
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(30);
+    // 8 stacks of 8 MiB pass glibc's 40 MiB cache: starting and joining a
+    // thread unmaps the parents' (and with them their thread_local data).
+    std::thread([] { small_product(); }).join();
+    ak_release_scratch();
+    small_product();
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  go = true;
+  for (pthread_t t : parents) pthread_join(t, nullptr);
+  ak_set_num_threads(0);
+  ASSERT_FALSE(WIFSIGNALED(status)) << "the child crashed or hung: signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+#endif
 
 // A guest inside an engine's OpenMP region runs on the calling thread only.
 TEST(Config, InsideAParallelRegionACallIsSingleThreaded) {
