@@ -1006,6 +1006,43 @@ TEST_P(AttentionSemantics, NanInValueReachesExactlyTheRowsThatSeeIt) {
   }
 }
 
+// Outputs are weighted means of v's rows: with v near FLT_MAX they stay
+// finite (the fp32 accumulator would pass FLT_MAX: four equal keys of 1e38
+// gave +inf). Prefill (packed), causal with a bias, and a GQA decode whose
+// keys are split into chunks; v's columns alternate in sign, so an
+// overflowed sum would show as +inf, -inf or NaN.
+TEST_P(AttentionSemantics, HugeFiniteValuesStayFinite) {
+  Shape prefill;
+  prefill.heads = 2;
+  prefill.kv_heads = 2;
+  prefill.q_len = 40;
+  prefill.kv_len = 64;
+  prefill.head_dim = 16;
+  Shape causal = prefill;
+  causal.mask = AK_MASK_CAUSAL_TOP_LEFT;
+  causal.bias = BiasKind::PerQueryKey;
+  Shape decode;
+  decode.heads = 8;
+  decode.kv_heads = 2;
+  decode.q_len = 1;
+  decode.kv_len = 3000;
+  decode.head_dim = 32;
+  for (const Shape &s : {prefill, causal, decode}) {
+    SCOPED_TRACE(describe(s));
+    Problem p = make_problem(s);
+    for (std::int64_t hk = 0; hk < s.kv_heads; ++hk)
+      for (std::int64_t j = 0; j < s.kv_len; ++j)
+        for (std::int64_t c = 0; c < p.dv(); ++c)
+          p.v.row(0, hk, j)[c] = (c % 2 ? -1.0f : 1.0f) * 1e38f *
+                                 (1.0f - 0.01f * static_cast<float>((j * 7 + c) % 40));
+    run_and_check(p, {kOutTol * 1e38, kLseTol, kProbsTol});
+    for (std::int64_t h = 0; h < s.heads; ++h)
+      for (std::int64_t i = 0; i < s.q_len; ++i)
+        for (std::int64_t c = 0; c < p.dv(); ++c)
+          ASSERT_TRUE(std::isfinite(p.out.row(0, h, i)[c])) << h << "," << i << "," << c;
+  }
+}
+
 // A key position poisoned for the test.
 struct KeyPos {
   std::int64_t b, hk, j;

@@ -52,6 +52,68 @@ inline KeyRange visible_keys(const AttentionArgs &a, std::int64_t n, std::int64_
   return {lo, min64(max64(hi, lo), n)};
 }
 
+// Outputs are weighted means of v's rows, so with finite inputs every one is
+// finite; but the unnormalised fp32 accumulator (weights up to 1, summed
+// over the keys) passes FLT_MAX where v holds values near it (four equal
+// keys of 1e38 gave +inf). Where a row came out non-finite although its
+// log-sum-exp is finite, this recomputes it from the inputs as the
+// definition reads: scores (scale q).k plus bias in double, weights
+// exp(s - max), keys whose weight rounds to 0 in fp32 left out as the
+// kernel leaves them, and the output summed from normalised weights (whose
+// partial sums stay within max |v|). Where a visible input is not finite,
+// the row stays as the kernel made it (NaN or Inf in v reaches the output
+// by design). Three passes over the row's keys and no allocation (it runs
+// on a team); rare by construction, and a function of the inputs alone
+// (the same whatever the thread count).
+inline bool all_finite(const float *x, std::int64_t n) {
+  bool ok = true;
+  for (std::int64_t i = 0; i < n; ++i) ok = ok && std::isfinite(x[i]);
+  return ok;
+}
+
+inline void recompute_row_in_double(const AttentionArgs &a, std::int64_t b, std::int64_t h,
+                                    std::int64_t i, float *out) {
+  const std::int64_t n = a.kv_lens ? a.kv_lens[b] : a.kv_len;
+  const KeyRange keys = visible_keys(a, n, i);
+  const std::int64_t kvh = h / (a.heads / a.kv_heads);
+  const float *q = a.q + b * a.q_strides[0] + h * a.q_strides[1] + i * a.q_strides[2];
+  const float *k = a.k + b * a.k_strides[0] + kvh * a.k_strides[1];
+  const float *v = a.v + b * a.v_strides[0] + kvh * a.v_strides[1];
+  const float *bias =
+      a.bias ? a.bias + b * a.bias_strides[0] + h * a.bias_strides[1] + i * a.bias_strides[2]
+             : nullptr;
+  const double ninf = -std::numeric_limits<double>::infinity();
+  const auto score = [&](std::int64_t j) {
+    if (bias && bias[j] == -std::numeric_limits<float>::infinity()) return ninf;
+    double sj = bias ? bias[j] : 0.0;
+    for (std::int64_t d = 0; d < a.dk; ++d)
+      sj += static_cast<double>(q[d] * a.scale) * k[j * a.k_strides[2] + d];
+    return sj;
+  };
+  double m = ninf;
+  for (std::int64_t j = keys.lo; j < keys.hi; ++j) {
+    const double sj = score(j);
+    if (!(sj < std::numeric_limits<double>::infinity())) return; // NaN or +inf
+    m = sj > m ? sj : m;
+  }
+  if (m == ninf) return;
+  double l = 0.0;
+  for (std::int64_t j = keys.lo; j < keys.hi; ++j) {
+    const double w = std::exp(score(j) - m);
+    if (static_cast<float>(w) == 0.0f) continue;
+    if (!all_finite(v + j * a.v_strides[2], a.dv)) return;
+    l += w;
+  }
+  for (std::int64_t d = 0; d < a.dv; ++d) out[d] = 0.0f;
+  for (std::int64_t j = keys.lo; j < keys.hi; ++j) {
+    const double w = std::exp(score(j) - m);
+    if (static_cast<float>(w) == 0.0f) continue;
+    const float *vj = v + j * a.v_strides[2];
+    const double wn = w / l;
+    for (std::int64_t d = 0; d < a.dv; ++d) out[d] = static_cast<float>(out[d] + wn * vj[d]);
+  }
+}
+
 // Decisions shared by every work item: the shape's, and the rows an item
 // holds, which also follows the thread count (see the constructor).
 template <class Cfg> struct AttentionPlan {
@@ -494,7 +556,8 @@ private:
     // Inf/NaN in V shows as Inf/NaN in the accumulator (a zero weight times
     // Inf is NaN): only then is the block redone from a copy of the
     // accumulator, weighing just the keys the rows see (exact_pv). A finite
-    // V whose sum overflows takes that path too, to the same result.
+    // V whose sum overflows takes that path too, to the same result; such a
+    // row is recomputed when it is finished (recompute_row_in_double).
     float *const saved = vpack_; // unused by direct items
     const std::int64_t acc_floats = rows_ * p_.dv_pad;
     for (std::int64_t x = 0; x < acc_floats; ++x) saved[x] = st_.acc[x];
@@ -836,6 +899,8 @@ private:
       float *out = a_.out + b_ * a_.o_strides[0] + head_of(r) * a_.o_strides[1] +
                    query_of(r) * a_.o_strides[2];
       const float lse = finish_row(st_.m[r], st_.l[r], st_.acc + r * p_.dv_pad, a_.dv, out);
+      if (std::isfinite(lse) && !all_finite(out, a_.dv))
+        recompute_row_in_double(a_, b_, head_of(r), query_of(r), out);
       if (a_.lse) a_.lse[(b_ * a_.heads + head_of(r)) * a_.q_len + query_of(r)] = lse;
       if (a_.probs) finish_probs(probs_row(r), a_.kv_len, lse, st_.l[r]);
     }
@@ -931,6 +996,7 @@ void merge_chunks(const AttentionArgs &a, const AttentionPlan<Cfg> &p, const flo
   const std::int64_t b = row / heads_q, h = (row / a.q_len) % a.heads, i = row % a.q_len;
   float *out = a.out + b * a.o_strides[0] + h * a.o_strides[1] + i * a.o_strides[2];
   const float lse = AttentionItem<V, Cfg>::finish_row(m, l, acc, a.dv, out);
+  if (std::isfinite(lse) && !all_finite(out, a.dv)) recompute_row_in_double(a, b, h, i, out);
   if (a.lse) a.lse[row] = lse;
   if (a.probs) AttentionItem<V, Cfg>::finish_probs(a.probs + row * a.kv_len, a.kv_len, lse, l);
 }
