@@ -209,8 +209,9 @@ AK_API void ak_attention_desc_init(ak_attention_desc *d);
    or a score past FLT_MAX is infinite (as above). probs are exp(score - lse)
    with lse rounded to fp32, so for scores of magnitude past ~1e7 a row of
    probs may not sum to 1 (out, from the unrounded sums, is unaffected).
-   With finite inputs every output is finite, v's entries near FLT_MAX
-   included (a row whose fp32 sums overflow is recomputed in double).
+   With finite inputs and finite scores every output is finite, v's
+   entries near FLT_MAX included (entries whose fp32 sums overflow are
+   recomputed, the weights summed in double).
    No output (out, lse, probs) may overlap an input (q, k, v, bias) or
    another output; this is not checked.
    struct_size must equal sizeof(ak_attention_desc) of this header version.

@@ -1043,6 +1043,36 @@ TEST_P(AttentionSemantics, HugeFiniteValuesStayFinite) {
   }
 }
 
+// Every v entry FLT_MAX and every weight equal: the mean is FLT_MAX itself,
+// not a sum rounded past it. And a row whose one column weighs an Inf in v
+// keeps that column non-finite while its other, overflowing columns are
+// recomputed.
+TEST_P(AttentionSemantics, ValuesAtFltMaxAndAnInfiniteColumn) {
+  Shape s;
+  s.q_len = 3;
+  s.kv_len = 1500; // two key chunks in decode-like rows
+  s.head_dim = 4;
+  s.head_dim_v = 8;
+  for (const bool with_inf : {false, true}) {
+    SCOPED_TRACE(with_inf ? "an Inf in column 0" : "all FLT_MAX");
+    Problem p = make_problem(s);
+    std::fill(p.q.data.begin(), p.q.data.end(), 0.0f); // all scores 0, all weights 1
+    for (std::int64_t j = 0; j < s.kv_len; ++j)
+      for (std::int64_t c = 0; c < p.dv(); ++c)
+        p.v.row(0, 0, j)[c] = std::numeric_limits<float>::max();
+    if (with_inf) p.v.row(0, 0, 0)[0] = std::numeric_limits<float>::infinity();
+    ASSERT_EQ(run(p), AK_OK) << ak_last_error();
+    for (std::int64_t i = 0; i < s.q_len; ++i)
+      for (std::int64_t c = 0; c < p.dv(); ++c) {
+        const float o = p.out.row(0, 0, i)[c];
+        if (with_inf && c == 0)
+          EXPECT_FALSE(std::isfinite(o)) << i << ": the Inf it weighs must show";
+        else
+          EXPECT_EQ(o, std::numeric_limits<float>::max()) << i << "," << c;
+      }
+  }
+}
+
 // A key position poisoned for the test.
 struct KeyPos {
   std::int64_t b, hk, j;

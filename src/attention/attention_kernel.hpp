@@ -52,65 +52,85 @@ inline KeyRange visible_keys(const AttentionArgs &a, std::int64_t n, std::int64_
   return {lo, min64(max64(hi, lo), n)};
 }
 
-// Outputs are weighted means of v's rows, so with finite inputs every one is
-// finite; but the unnormalised fp32 accumulator (weights up to 1, summed
-// over the keys) passes FLT_MAX where v holds values near it (four equal
-// keys of 1e38 gave +inf). Where a row came out non-finite although its
-// log-sum-exp is finite, this recomputes it from the inputs as the
-// definition reads: scores (scale q).k plus bias in double, weights
-// exp(s - max), keys whose weight rounds to 0 in fp32 left out as the
-// kernel leaves them, and the output summed from normalised weights (whose
-// partial sums stay within max |v|). Where a visible input is not finite,
-// the row stays as the kernel made it (NaN or Inf in v reaches the output
-// by design). Three passes over the row's keys and no allocation (it runs
-// on a team); rare by construction, and a function of the inputs alone
-// (the same whatever the thread count).
+// Outputs are weighted means of v's rows, so with finite inputs and finite
+// scores every one is finite; but the unnormalised fp32 accumulator
+// (weights up to 1, summed over the keys) passes FLT_MAX where v holds
+// values near it (four equal keys of 1e38 gave +inf). Where a row came out
+// with non-finite entries although its log-sum-exp is finite, this
+// recomputes those entries from the inputs: scores as the kernel forms
+// them (the dot product rounded to fp32, plus the bias in fp32), weights
+// exp(s - max) summed in double, keys whose weight is 0 in fp32 left out.
+// An entry whose column holds a non-finite v among the row's visible keys
+// (a -inf bias masks a key) stays as the kernel made it: NaN or Inf in v
+// reaches the entries it feeds. That is found by a scan of the column
+// alone, so rows with such values cost little more; only a column that
+// both overflowed and holds an Inf whose weight underflows to 0 (a score
+// ~104 below the row's largest) is left non-finite. Columns go in tiles of kTile, the scores
+// recomputed per tile: no allocation (it runs on a team). Rare by
+// construction, and a function of the inputs alone (the same whatever the
+// thread count).
 inline bool all_finite(const float *x, std::int64_t n) {
   bool ok = true;
   for (std::int64_t i = 0; i < n; ++i) ok = ok && std::isfinite(x[i]);
   return ok;
 }
 
-inline void recompute_row_in_double(const AttentionArgs &a, std::int64_t b, std::int64_t h,
-                                    std::int64_t i, float *out) {
+inline void recompute_overflowed_entries(const AttentionArgs &a, std::int64_t b, std::int64_t h,
+                                         std::int64_t i, float *out) {
   const std::int64_t n = a.kv_lens ? a.kv_lens[b] : a.kv_len;
   const KeyRange keys = visible_keys(a, n, i);
-  const std::int64_t kvh = h / (a.heads / a.kv_heads);
+  const std::int64_t kvh = h / (a.heads / a.kv_heads), vs = a.v_strides[2];
   const float *q = a.q + b * a.q_strides[0] + h * a.q_strides[1] + i * a.q_strides[2];
   const float *k = a.k + b * a.k_strides[0] + kvh * a.k_strides[1];
   const float *v = a.v + b * a.v_strides[0] + kvh * a.v_strides[1];
   const float *bias =
       a.bias ? a.bias + b * a.bias_strides[0] + h * a.bias_strides[1] + i * a.bias_strides[2]
              : nullptr;
-  const double ninf = -std::numeric_limits<double>::infinity();
+  const float ninf = -std::numeric_limits<float>::infinity();
   const auto score = [&](std::int64_t j) {
-    if (bias && bias[j] == -std::numeric_limits<float>::infinity()) return ninf;
-    double sj = bias ? bias[j] : 0.0;
+    if (bias && bias[j] == ninf) return ninf;
+    double dot = 0.0;
     for (std::int64_t d = 0; d < a.dk; ++d)
-      sj += static_cast<double>(q[d] * a.scale) * k[j * a.k_strides[2] + d];
-    return sj;
+      dot += static_cast<double>(q[d] * a.scale) * k[j * a.k_strides[2] + d];
+    const float sj = static_cast<float>(dot);
+    return bias ? sj + bias[j] : sj;
   };
-  double m = ninf;
-  for (std::int64_t j = keys.lo; j < keys.hi; ++j) {
-    const double sj = score(j);
-    if (!(sj < std::numeric_limits<double>::infinity())) return; // NaN or +inf
-    m = sj > m ? sj : m;
-  }
-  if (m == ninf) return;
-  double l = 0.0;
-  for (std::int64_t j = keys.lo; j < keys.hi; ++j) {
-    const double w = std::exp(score(j) - m);
-    if (static_cast<float>(w) == 0.0f) continue;
-    if (!all_finite(v + j * a.v_strides[2], a.dv)) return;
-    l += w;
-  }
-  for (std::int64_t d = 0; d < a.dv; ++d) out[d] = 0.0f;
-  for (std::int64_t j = keys.lo; j < keys.hi; ++j) {
-    const double w = std::exp(score(j) - m);
-    if (static_cast<float>(w) == 0.0f) continue;
-    const float *vj = v + j * a.v_strides[2];
-    const double wn = w / l;
-    for (std::int64_t d = 0; d < a.dv; ++d) out[d] = static_cast<float>(out[d] + wn * vj[d]);
+  constexpr int kTile = 64;
+  float m = ninf;
+  bool m_known = false;
+  for (std::int64_t d0 = 0; d0 < a.dv; d0 += kTile) {
+    std::int64_t cols[kTile];
+    int bad = 0;
+    for (std::int64_t d = d0; d < min64(d0 + kTile, a.dv); ++d) {
+      if (std::isfinite(out[d])) continue;
+      bool v_finite = true; // among the keys that are not masked (a -inf bias)
+      for (std::int64_t j = keys.lo; j < keys.hi && v_finite; ++j)
+        v_finite = std::isfinite(v[j * vs + d]) || (bias && bias[j] == ninf);
+      if (v_finite) cols[bad++] = d;
+    }
+    if (bad == 0) continue;
+    if (!m_known) {
+      for (std::int64_t j = keys.lo; j < keys.hi; ++j) {
+        const float sj = score(j);
+        if (!(sj < std::numeric_limits<float>::infinity())) return; // NaN or +inf
+        m = sj > m ? sj : m;
+      }
+      if (m == ninf) return;
+      m_known = true;
+    }
+    double acc[kTile] = {}, l = 0.0;
+    for (std::int64_t j = keys.lo; j < keys.hi; ++j) {
+      const double w = std::exp(static_cast<double>(score(j) - m));
+      if (static_cast<float>(w) == 0.0f) continue;
+      l += w;
+      for (int c = 0; c < bad; ++c) acc[c] += w * v[j * vs + cols[c]];
+    }
+    // A weighted mean of finite floats: within +-FLT_MAX but for rounding.
+    const double most = std::numeric_limits<float>::max();
+    for (int c = 0; c < bad; ++c) {
+      const double mean = acc[c] / l;
+      out[cols[c]] = static_cast<float>(mean > most ? most : mean < -most ? -most : mean);
+    }
   }
 }
 
@@ -557,7 +577,7 @@ private:
     // Inf is NaN): only then is the block redone from a copy of the
     // accumulator, weighing just the keys the rows see (exact_pv). A finite
     // V whose sum overflows takes that path too, to the same result; such a
-    // row is recomputed when it is finished (recompute_row_in_double).
+    // row is recomputed when it is finished (recompute_overflowed_entries).
     float *const saved = vpack_; // unused by direct items
     const std::int64_t acc_floats = rows_ * p_.dv_pad;
     for (std::int64_t x = 0; x < acc_floats; ++x) saved[x] = st_.acc[x];
@@ -900,7 +920,7 @@ private:
                    query_of(r) * a_.o_strides[2];
       const float lse = finish_row(st_.m[r], st_.l[r], st_.acc + r * p_.dv_pad, a_.dv, out);
       if (std::isfinite(lse) && !all_finite(out, a_.dv))
-        recompute_row_in_double(a_, b_, head_of(r), query_of(r), out);
+        recompute_overflowed_entries(a_, b_, head_of(r), query_of(r), out);
       if (a_.lse) a_.lse[(b_ * a_.heads + head_of(r)) * a_.q_len + query_of(r)] = lse;
       if (a_.probs) finish_probs(probs_row(r), a_.kv_len, lse, st_.l[r]);
     }
@@ -996,7 +1016,7 @@ void merge_chunks(const AttentionArgs &a, const AttentionPlan<Cfg> &p, const flo
   const std::int64_t b = row / heads_q, h = (row / a.q_len) % a.heads, i = row % a.q_len;
   float *out = a.out + b * a.o_strides[0] + h * a.o_strides[1] + i * a.o_strides[2];
   const float lse = AttentionItem<V, Cfg>::finish_row(m, l, acc, a.dv, out);
-  if (std::isfinite(lse) && !all_finite(out, a.dv)) recompute_row_in_double(a, b, h, i, out);
+  if (std::isfinite(lse) && !all_finite(out, a.dv)) recompute_overflowed_entries(a, b, h, i, out);
   if (a.lse) a.lse[row] = lse;
   if (a.probs) AttentionItem<V, Cfg>::finish_probs(a.probs + row * a.kv_len, a.kv_len, lse, l);
 }
