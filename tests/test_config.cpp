@@ -24,6 +24,13 @@
 namespace ak_test {
 namespace {
 
+// C = A B, all three n x n (the products these tests run).
+ak_status square_product(std::int64_t n, const std::vector<float> &a, const std::vector<float> &b,
+                         std::vector<float> &c) {
+  return ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(),
+                  n);
+}
+
 TEST(Config, AutoPicksTheBestSupportedSet) {
   ASSERT_EQ(ak_set_isa(nullptr), AK_OK);
   ASSERT_FALSE(supported_isas().empty());
@@ -143,12 +150,10 @@ TEST(Config, AWorkerThreadSetToOneStartsNoPool) {
   std::thread([&] {
     ak_set_num_threads_local(1);
     before = os_threads_in_process();
-    one = ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-                   c.data(), n);
+    one = square_product(n, a, b, c);
     after_one = os_threads_in_process();
     ak_set_num_threads_local(2);
-    two = ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-                   c.data(), n);
+    two = square_product(n, a, b, c);
     after_two = os_threads_in_process();
   }).join();
   ak_set_num_threads(0);
@@ -171,9 +176,7 @@ TEST(Config, ReleasingScratchWhileCallsRunIsSafe) {
   const auto a = random_normal(static_cast<std::size_t>(n * n), 7);
   const auto b = random_normal(static_cast<std::size_t>(n * n), 8);
   std::vector<float> want(static_cast<std::size_t>(n * n));
-  ASSERT_EQ(ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-                     want.data(), n),
-            AK_OK);
+  ASSERT_EQ(square_product(n, a, b, want), AK_OK);
   std::atomic<int> wrong{0}, calls{0};
   std::atomic<bool> stop{false};
   std::vector<std::thread> callers;
@@ -181,8 +184,7 @@ TEST(Config, ReleasingScratchWhileCallsRunIsSafe) {
     callers.emplace_back([&] {
       std::vector<float> c(want.size());
       while (!stop.load()) {
-        const bool ok = ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n,
-                                 0.0f, c.data(), n) == AK_OK;
+        const bool ok = square_product(n, a, b, c) == AK_OK;
         wrong += !ok || c != want;
         ++calls;
       }
@@ -200,7 +202,7 @@ TEST(Config, ReleasingScratchWhileCallsRunIsSafe) {
 void small_product() {
   const std::int64_t n = 192;
   std::vector<float> a(static_cast<std::size_t>(n * n), 0.5f), c(a.size());
-  ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, a.data(), n, 0.0f, c.data(), n);
+  square_product(n, a, a, c);
 }
 
 void *call_and_wait_body(void *arg) {
@@ -260,15 +262,12 @@ TEST(Config, ConcurrentCallsFromAnOpenMpTeamAreCorrect) {
   const auto a = random_normal(static_cast<std::size_t>(n * n), 1);
   const auto b = random_normal(static_cast<std::size_t>(n * n), 2);
   std::vector<float> want(static_cast<std::size_t>(n * n));
-  ASSERT_EQ(ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-                     want.data(), n),
-            AK_OK);
+  ASSERT_EQ(square_product(n, a, b, want), AK_OK);
   std::vector<std::vector<float>> got(8, std::vector<float>(want.size()));
   int failures = 0;
 #pragma omp parallel for num_threads(4) reduction(+ : failures)
   for (int t = 0; t < 8; ++t) {
-    failures += ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-                         got[static_cast<std::size_t>(t)].data(), n) != AK_OK;
+    failures += square_product(n, a, b, got[static_cast<std::size_t>(t)]) != AK_OK;
   }
   ASSERT_EQ(failures, 0);
   for (const auto &g : got) EXPECT_EQ(g, want);
@@ -284,9 +283,7 @@ TEST(Config, AChildForkedAfterATeamRanRunsCallsOnOneThread) {
   const auto a = random_normal(static_cast<std::size_t>(n * n), 3);
   const auto b = random_normal(static_cast<std::size_t>(n * n), 4);
   std::vector<float> want(static_cast<std::size_t>(n * n));
-  ASSERT_EQ(ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-                     want.data(), n),
-            AK_OK);
+  ASSERT_EQ(square_product(n, a, b, want), AK_OK);
   std::fflush(nullptr);
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -294,8 +291,7 @@ TEST(Config, AChildForkedAfterATeamRanRunsCallsOnOneThread) {
     alarm(30); // a hang ends the child with SIGALRM, not the suite
     std::vector<float> got(want.size());
     const bool one_thread = ak_get_num_threads() == 1;
-    const bool ran = ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, n, n, n, 1.0f, a.data(), n, b.data(), n,
-                              0.0f, got.data(), n) == AK_OK;
+    const bool ran = square_product(n, a, b, got) == AK_OK;
     _exit(!one_thread ? 2 : !ran ? 3 : got != want ? 4 : 0);
   }
   int status = 0;
