@@ -66,10 +66,10 @@ inline KeyRange visible_keys(const AttentionArgs &a, std::int64_t n, std::int64_
 // reaches the entries it feeds. That is found by a scan of the column
 // alone, so rows with such values cost little more; only a column that
 // both overflowed and holds an Inf whose weight underflows to 0 (a score
-// ~104 below the row's largest) is left non-finite. Columns go in tiles of kTile, the scores
-// recomputed per tile: no allocation (it runs on a team). Rare by
-// construction, and a function of the inputs alone (the same whatever the
-// thread count).
+// ~104 below the row's largest) is left non-finite. Columns go in tiles of
+// kTile, the scores recomputed per tile: no allocation (it runs on a
+// team). Rare by construction, and a function of the inputs alone (the
+// same whatever the thread count).
 // Whether no entry is Inf or NaN: an exponent field of all ones, tested on
 // the bits with a branch-free OR that the compiler vectorizes, since it
 // runs on every finished row (8 heads, L = 1024, d 64 and 128, 1 thread:
