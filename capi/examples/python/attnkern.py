@@ -14,6 +14,7 @@ numpy is needed only by the array wrappers: ``load()``, the version, ISA and
 thread calls, and the raw functions on ``Library.lib`` work without it.
 """
 
+import contextlib
 import ctypes
 import ctypes.util
 import enum
@@ -221,6 +222,18 @@ class Library:
     def get_num_threads_local(self):
         """The calling thread's own count (0 if it follows the process's)."""
         return self.lib.ak_get_num_threads_local()
+
+    @contextlib.contextmanager
+    def threads_local(self, n):
+        """`with ak.threads_local(1): ...` runs the block's calls from this
+        thread on n threads, then puts back the count this thread had
+        before (also when the block raises)."""
+        before = self.get_num_threads_local()
+        self.set_num_threads_local(n)
+        try:
+            yield
+        finally:
+            self.set_num_threads_local(before)
 
     def release_scratch(self):
         """Frees the scratch buffers every thread keeps between calls."""

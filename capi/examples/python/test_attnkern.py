@@ -63,6 +63,26 @@ class ConfigTest(unittest.TestCase):
             ak.set_num_threads_local(0)
             ak.set_num_threads(0)
 
+    def test_threads_local_context(self):
+        ak.set_num_threads_local(3)
+        try:
+            with ak.threads_local(1):
+                self.assertEqual((ak.get_num_threads(), ak.get_num_threads_local()), (1, 1))
+                with ak.threads_local(0):  # nested: follows the process-wide count
+                    self.assertEqual(ak.get_num_threads_local(), 0)
+                self.assertEqual(ak.get_num_threads_local(), 1)
+            self.assertEqual(ak.get_num_threads_local(), 3)
+            with self.assertRaises(KeyError):
+                with ak.threads_local(2):
+                    raise KeyError("inside the block")
+            self.assertEqual(ak.get_num_threads_local(), 3, "restored when the block raises")
+            with self.assertRaises(AttnkernError):
+                with ak.threads_local(-1):
+                    self.fail("a bad count must not enter the block")
+            self.assertEqual(ak.get_num_threads_local(), 3)
+        finally:
+            ak.set_num_threads_local(0)
+
     def test_layout_matches_c(self):
         probe = os.environ.get("AK_LAYOUT_PROBE")
         if not probe:

@@ -26,6 +26,7 @@ pub mod sys;
 
 use std::ffi::{CStr, CString};
 use std::fmt;
+use std::marker::PhantomData;
 use std::os::raw::{c_char, c_int};
 
 /// Why a call failed: the library's `ak_status` (never `AK_OK`).
@@ -248,6 +249,30 @@ pub fn set_num_threads_local(n: usize) -> Result<()> {
 /// The calling thread's own count (0 if it follows the process-wide one).
 pub fn num_threads_local() -> usize {
     unsafe { sys::ak_get_num_threads_local() }.max(0) as usize
+}
+
+/// Sets the calling thread's own count (`set_num_threads_local`) until the
+/// guard is dropped, which puts back the count the thread had before:
+/// `let _threads = attnkern::threads_local(1)?;`. The guard stays on the
+/// thread that made it (it is not `Send`).
+pub fn threads_local(n: usize) -> Result<ThreadsLocalGuard> {
+    let before = num_threads_local();
+    set_num_threads_local(n)?;
+    Ok(ThreadsLocalGuard { before, _same_thread: PhantomData })
+}
+
+/// Returned by `threads_local`; restores the thread's previous count on drop.
+#[must_use = "the count reverts as soon as the guard is dropped"]
+pub struct ThreadsLocalGuard {
+    before: usize,
+    _same_thread: PhantomData<*const ()>,
+}
+
+impl Drop for ThreadsLocalGuard {
+    fn drop(&mut self) {
+        // A count the library returned before: setting it again cannot fail.
+        let _ = set_num_threads_local(self.before);
+    }
 }
 
 /// Frees the scratch buffers every thread keeps between calls (calls running

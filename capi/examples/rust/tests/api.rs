@@ -214,6 +214,24 @@ fn every_available_isa() {
     attnkern::set_num_threads(0).unwrap();
 }
 
+#[test]
+fn threads_local_guard_restores_the_previous_count() {
+    attnkern::set_num_threads_local(3).unwrap();
+    {
+        let _one = attnkern::threads_local(1).unwrap();
+        assert_eq!((attnkern::num_threads(), attnkern::num_threads_local()), (1, 1));
+        {
+            let _follow = attnkern::threads_local(0).unwrap();
+            assert_eq!(attnkern::num_threads_local(), 0);
+        }
+        assert_eq!(attnkern::num_threads_local(), 1);
+    }
+    assert_eq!(attnkern::num_threads_local(), 3);
+    assert!(attnkern::threads_local(usize::MAX).is_err());
+    assert_eq!(attnkern::num_threads_local(), 3, "a refused count changes nothing");
+    attnkern::set_num_threads_local(0).unwrap();
+}
+
 fn field_offsets(d: &sys::ak_attention_desc) -> Vec<(&'static str, usize)> {
     let base = d as *const _ as usize;
     macro_rules! offsets {
