@@ -3,6 +3,7 @@
 #   install-deps.sh          build + tests (+ the other-language consumers)
 #   install-deps.sh --bench  also the benchmark peers (Google Benchmark, OpenBLAS, oneDNN) and
 #                            gnuplot-nox (bench/chart.py draws the SGEMM chart with it)
+#   install-deps.sh --clang  also Clang and its OpenMP runtime (scripts/test.sh --clang)
 set -euo pipefail
 
 want=(cmake g++ make pkg-config libxsimd-dev libgtest-dev python3 python3-numpy golang-go)
@@ -16,6 +17,9 @@ if [[ "${1:-}" == "--bench" ]]; then
   # package config calls find_package(OpenCL REQUIRED); apt only recommends the package, and
   # without it configuring the benchmark fails on a fresh machine.
   want+=(libbenchmark-dev libopenblas-dev libdnnl-dev ocl-icd-opencl-dev gnuplot-nox)
+fi
+if [[ "${1:-}" == "--clang" ]]; then
+  want+=(clang libomp-dev)
 fi
 
 missing=()

@@ -3,13 +3,22 @@
 #   scripts/test.sh              Release build in build-test/
 #   scripts/test.sh --sanitize   the same tests with -fsanitize=address,undefined
 #                                in build-asan/ (Debug-level checks, -O1)
+#   scripts/test.sh --clang      the same tests built with Clang and its OpenMP
+#                                runtime (libomp) in build-clang/, Release
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh
+if [[ "${1:-}" == "--clang" ]]; then
+  scripts/install-deps.sh --clang
+else
+  scripts/install-deps.sh
+fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
-if [[ "${1:-}" == "--sanitize" ]]; then
+if [[ "${1:-}" == "--clang" ]]; then
+  dir=build-clang
+  CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DAK_WERROR=ON >/dev/null
+elif [[ "${1:-}" == "--sanitize" ]]; then
   dir=build-asan
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
     -DAK_SANITIZE=address,undefined -DAK_WERROR=ON >/dev/null

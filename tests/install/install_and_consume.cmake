@@ -1,4 +1,7 @@
-# Script for the install_and_consume test (cmake -P).
+# Script for the install_and_consume test (cmake -P). The consumers use the
+# compilers the library was built with: libattnkern.a needs the OpenMP
+# runtime of its own compiler (GCC's libgomp, Clang's libomp), which a
+# consumer's -fopenmp links only when the two agree.
 function(run)
   execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
@@ -15,7 +18,7 @@ foreach(f include/attnkern.h lib/libattnkern.so lib/libattnkern.a
   endif()
 endforeach()
 run(${CMAKE_COMMAND} -S ${CONSUMER_SRC} -B ${CONSUMER_BUILD} -DCMAKE_PREFIX_PATH=${PREFIX}
-    -DCMAKE_BUILD_TYPE=Release)
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
 run(${CMAKE_COMMAND} --build ${CONSUMER_BUILD})
 run(${CONSUMER_BUILD}/consumer_shared)
 run(${CONSUMER_BUILD}/consumer_static)
@@ -34,7 +37,7 @@ if(CMAKE_HOST_SYSTEM_NAME STREQUAL "Linux")
 endif()
 # A project in C alone (find_package must not need C++ there).
 run(${CMAKE_COMMAND} -S ${CONSUMER_SRC}/../consumer_c -B ${CONSUMER_BUILD}-c
-    -DCMAKE_PREFIX_PATH=${PREFIX} -DCMAKE_BUILD_TYPE=Release)
+    -DCMAKE_PREFIX_PATH=${PREFIX} -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=${C_COMPILER})
 run(${CMAKE_COMMAND} --build ${CONSUMER_BUILD}-c)
 run(${CONSUMER_BUILD}-c/consumer_c_shared)
 run(${CONSUMER_BUILD}-c/consumer_c_static)
@@ -47,7 +50,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "pkg-config does not know attnkern")
 endif()
 separate_arguments(flags UNIX_COMMAND "${flags}")
-run(cc -std=c99 ${CONSUMER_SRC}/consumer.c ${flags} -Wl,-rpath,${PREFIX}/lib
+run(${C_COMPILER} -std=c99 ${CONSUMER_SRC}/consumer.c ${flags} -Wl,-rpath,${PREFIX}/lib
     -lm -o ${CONSUMER_BUILD}/consumer_pkgconfig)
 run(${CONSUMER_BUILD}/consumer_pkgconfig)
 message(STATUS "installed package consumed through find_package and pkg-config")
