@@ -1053,23 +1053,62 @@ TEST_P(AttentionSemantics, ValuesAtFltMaxAndAnInfiniteColumn) {
   s.kv_len = 1500; // two key chunks in decode-like rows
   s.head_dim = 4;
   s.head_dim_v = 8;
-  for (const bool with_inf : {false, true}) {
-    SCOPED_TRACE(with_inf ? "an Inf in column 0" : "all FLT_MAX");
+  // An Inf in column 0 at key 0, which every row weighs (all scores 0), or
+  // which weighs exactly 0 (its score 200 below the others'): then it feeds
+  // nothing, and the column is the mean of FLT_MAX like the others.
+  enum Case { kAllMax, kInfWeighed, kInfUnweighed };
+  for (const Case kase : {kAllMax, kInfWeighed, kInfUnweighed}) {
+    SCOPED_TRACE(kase == kAllMax       ? "all FLT_MAX"
+                 : kase == kInfWeighed ? "an Inf in column 0"
+                                       : "an Inf in column 0 at a key of weight 0");
     Problem p = make_problem(s);
-    std::fill(p.q.data.begin(), p.q.data.end(), 0.0f); // all scores 0, all weights 1
+    std::fill(p.q.data.begin(), p.q.data.end(), 1.0f);
+    std::fill(p.k.data.begin(), p.k.data.end(), 0.0f); // all scores 0, all weights 1
     for (std::int64_t j = 0; j < s.kv_len; ++j)
       for (std::int64_t c = 0; c < p.dv(); ++c)
         p.v.row(0, 0, j)[c] = std::numeric_limits<float>::max();
-    if (with_inf) p.v.row(0, 0, 0)[0] = std::numeric_limits<float>::infinity();
+    if (kase != kAllMax) p.v.row(0, 0, 0)[0] = std::numeric_limits<float>::infinity();
+    if (kase == kInfUnweighed) // score (1 / sqrt(4)) * 4 * -100 = -200
+      std::fill(p.k.row(0, 0, 0), p.k.row(0, 0, 0) + s.head_dim, -100.0f);
     ASSERT_EQ(run(p), AK_OK) << ak_last_error();
     for (std::int64_t i = 0; i < s.q_len; ++i)
       for (std::int64_t c = 0; c < p.dv(); ++c) {
         const float o = p.out.row(0, 0, i)[c];
-        if (with_inf && c == 0)
+        if (kase == kInfWeighed && c == 0)
           EXPECT_FALSE(std::isfinite(o)) << i << ": the Inf it weighs must show";
         else
           EXPECT_EQ(o, std::numeric_limits<float>::max()) << i << "," << c;
       }
+  }
+}
+
+// An Inf in v at a key whose weight against the row's final largest score is
+// 0 in fp32 feeds nothing (ak_attention's contract), also where it was the
+// largest of its block or key chunk, weighed 1 there, and the row's running
+// sums then scaled by a factor that underflows to 0 (Inf * 0). Keys before
+// 1100 score 0 (past the first key block or chunk of every path), the
+// others 200; v is 1 but for v[0][0] = Inf: every output is 1 (the mean of
+// the 1s the later keys carry). Packed prefill rows, rows read in place, and
+// a decode row over three key chunks.
+TEST_P(AttentionSemantics, InfAtAKeyLeftFarBelowTheRowsMaxFeedsNothing) {
+  for (const auto &[q_len, kv_len] :
+       {std::pair<std::int64_t, std::int64_t>{40, 1300}, {3, 1300}, {1, 3000}}) {
+    SCOPED_TRACE("q_len " + std::to_string(q_len) + ", kv_len " + std::to_string(kv_len));
+    Shape s;
+    s.q_len = q_len;
+    s.kv_len = kv_len;
+    s.head_dim = 4;
+    s.head_dim_v = 16;
+    Problem p = make_problem(s);
+    std::fill(p.q.data.begin(), p.q.data.end(), 1.0f);
+    std::fill(p.v.data.begin(), p.v.data.end(), 1.0f);
+    for (std::int64_t j = 0; j < kv_len; ++j) // scores (1 / sqrt(4)) * 4 * k
+      std::fill(p.k.row(0, 0, j), p.k.row(0, 0, j) + s.head_dim, j < 1100 ? 0.0f : 100.0f);
+    p.v.row(0, 0, 0)[0] = std::numeric_limits<float>::infinity();
+    ASSERT_EQ(run(p), AK_OK) << ak_last_error();
+    for (std::int64_t i = 0; i < q_len; ++i)
+      for (std::int64_t c = 0; c < p.dv(); ++c)
+        EXPECT_NEAR(p.out.row(0, 0, i)[c], 1.0f, 1e-6f) << i << "," << c;
   }
 }
 

@@ -61,15 +61,16 @@ inline KeyRange visible_keys(const AttentionArgs &a, std::int64_t n, std::int64_
 // recomputes those entries from the inputs: scores as the kernel forms
 // them (the dot product rounded to fp32, plus the bias in fp32), weights
 // exp(s - max) summed in double, keys whose weight is 0 in fp32 left out.
-// An entry whose column holds a non-finite v among the row's visible keys
-// (a -inf bias masks a key) stays as the kernel made it: NaN or Inf in v
-// reaches the entries it feeds. That is found by a scan of the column
-// alone, so rows with such values cost little more; only a column that
-// both overflowed and holds an Inf whose weight underflows to 0 (a score
-// ~104 below the row's largest) is left non-finite. Columns go in tiles of
-// kTile, the scores recomputed per tile: no allocation (it runs on a
-// team). Rare by construction, and a function of the inputs alone (the
-// same whatever the thread count).
+// That also mends entries made NaN where an Inf in v, weighed in an earlier
+// key block or chunk, met a rescaling factor that underflowed to 0 (Inf *
+// 0) because the row's largest score came later, far above its key's: a
+// key whose final weight is 0 feeds nothing. An entry whose column holds a non-finite v at a key
+// the row weighs stays as the kernel made it: NaN or Inf in v reaches the entries it feeds. A scan
+// of the column alone finds that, scoring only the keys whose v there is not finite (a key masked
+// by a -inf bias, or whose weight underflows to 0 in fp32, feeds nothing, as in the kernel), so
+// rows with such values cost little more. Columns go in tiles of kTile, the scores recomputed per
+// tile: no allocation (it runs on a team). Rare by construction, and a
+// function of the inputs alone (the same whatever the thread count).
 // Whether no entry is Inf or NaN: an exponent field of all ones, tested on
 // the bits with a branch-free OR that the compiler vectorizes, since it
 // runs on every finished row (8 heads, L = 1024, d 64 and 128, 1 thread:
@@ -86,7 +87,7 @@ inline bool all_finite(const float *x, std::int64_t n) {
 }
 
 inline void recompute_overflowed_entries(const AttentionArgs &a, std::int64_t b, std::int64_t h,
-                                         std::int64_t i, float *out) {
+                                         std::int64_t i, float m, float *out) {
   const std::int64_t n = a.kv_lens ? a.kv_lens[b] : a.kv_len;
   const KeyRange keys = visible_keys(a, n, i);
   const std::int64_t kvh = h / (a.heads / a.kv_heads), vs = a.v_strides[2];
@@ -105,32 +106,27 @@ inline void recompute_overflowed_entries(const AttentionArgs &a, std::int64_t b,
     const float sj = static_cast<float>(dot);
     return bias ? sj + bias[j] : sj;
   };
+  // Key j's weight against the row's largest score, as the sums below take it.
+  const auto weight = [&](std::int64_t j) { return std::exp(static_cast<double>(score(j) - m)); };
   constexpr int kTile = 64;
-  float m = ninf;
-  bool m_known = false;
   for (std::int64_t d0 = 0; d0 < a.dv; d0 += kTile) {
     std::int64_t cols[kTile];
     int bad = 0;
     for (std::int64_t d = d0; d < min64(d0 + kTile, a.dv); ++d) {
       if (std::isfinite(out[d])) continue;
-      bool v_finite = true; // among the keys that are not masked (a -inf bias)
-      for (std::int64_t j = keys.lo; j < keys.hi && v_finite; ++j)
-        v_finite = std::isfinite(v[j * vs + d]) || (bias && bias[j] == ninf);
-      if (v_finite) cols[bad++] = d;
+      bool weighs_non_finite = false;
+      for (std::int64_t j = keys.lo; j < keys.hi && !weighs_non_finite; ++j)
+        if (!std::isfinite(v[j * vs + d]))
+          weighs_non_finite = static_cast<float>(weight(j)) != 0.0f;
+      if (!weighs_non_finite) cols[bad++] = d;
     }
     if (bad == 0) continue;
-    if (!m_known) {
-      for (std::int64_t j = keys.lo; j < keys.hi; ++j) {
-        const float sj = score(j);
-        if (!(sj < std::numeric_limits<float>::infinity())) return; // NaN or +inf
-        m = sj > m ? sj : m;
-      }
-      if (m == ninf) return;
-      m_known = true;
-    }
     double acc[kTile] = {}, l = 0.0;
     for (std::int64_t j = keys.lo; j < keys.hi; ++j) {
-      const double w = std::exp(static_cast<double>(score(j) - m));
+      const double w = weight(j);
+      // A NaN or +inf score makes the kernel's lse non-finite: not called for
+      // such a row, but its scores here may round differently.
+      if (!(w < std::numeric_limits<double>::infinity())) return;
       if (static_cast<float>(w) == 0.0f) continue;
       l += w;
       for (int c = 0; c < bad; ++c) acc[c] += w * v[j * vs + cols[c]];
@@ -930,7 +926,7 @@ private:
                    query_of(r) * a_.o_strides[2];
       const float lse = finish_row(st_.m[r], st_.l[r], st_.acc + r * p_.dv_pad, a_.dv, out);
       if (std::isfinite(lse) && !all_finite(out, a_.dv))
-        recompute_overflowed_entries(a_, b_, head_of(r), query_of(r), out);
+        recompute_overflowed_entries(a_, b_, head_of(r), query_of(r), st_.m[r], out);
       if (a_.lse) a_.lse[(b_ * a_.heads + head_of(r)) * a_.q_len + query_of(r)] = lse;
       if (a_.probs) finish_probs(probs_row(r), a_.kv_len, lse, st_.l[r]);
     }
@@ -1026,7 +1022,8 @@ void merge_chunks(const AttentionArgs &a, const AttentionPlan<Cfg> &p, const flo
   const std::int64_t b = row / heads_q, h = (row / a.q_len) % a.heads, i = row % a.q_len;
   float *out = a.out + b * a.o_strides[0] + h * a.o_strides[1] + i * a.o_strides[2];
   const float lse = AttentionItem<V, Cfg>::finish_row(m, l, acc, a.dv, out);
-  if (std::isfinite(lse) && !all_finite(out, a.dv)) recompute_overflowed_entries(a, b, h, i, out);
+  if (std::isfinite(lse) && !all_finite(out, a.dv))
+    recompute_overflowed_entries(a, b, h, i, m, out);
   if (a.lse) a.lse[row] = lse;
   if (a.probs) AttentionItem<V, Cfg>::finish_probs(a.probs + row * a.kv_len, a.kv_len, lse, l);
 }
