@@ -1112,6 +1112,37 @@ TEST_P(AttentionSemantics, InfAtAKeyLeftFarBelowTheRowsMaxFeedsNothing) {
   }
 }
 
+// Scores whose dot products cancel (q . k = 800 + 1e10 - 1e10) come out of
+// the kernel's fp32 sums and of the overflow recompute's double ones up to
+// ~25000 apart; v at FLT_MAX overflows the kernel's sums, and the recompute
+// must still give FLT_MAX, not 0/0 (every weight underflowing against the
+// kernel's maximum) or Inf (one overflowing). Each order of the three terms,
+// decode and prefill rows.
+TEST_P(AttentionSemantics, CancellingScoresWithValuesAtFltMaxStayFinite) {
+  const float terms[2][3] = {{800.0f, 1e10f, -1e10f}, {-40000.0f, 1e12f, -1e12f}};
+  for (const auto &t : terms)
+    for (int rot = 0; rot < 3; ++rot)
+      for (const std::int64_t q_len : {1, 40}) {
+        SCOPED_TRACE("terms " + std::to_string(t[0]) + ", rotation " + std::to_string(rot) +
+                     ", q_len " + std::to_string(q_len));
+        Shape s;
+        s.q_len = q_len;
+        s.kv_len = 8;
+        s.head_dim = 3;
+        s.head_dim_v = 4;
+        s.scale = 1.0f;
+        Problem p = make_problem(s);
+        std::fill(p.q.data.begin(), p.q.data.end(), 1.0f);
+        std::fill(p.v.data.begin(), p.v.data.end(), std::numeric_limits<float>::max());
+        for (std::int64_t j = 0; j < s.kv_len; ++j)
+          for (int d = 0; d < 3; ++d) p.k.row(0, 0, j)[d] = t[(d + rot) % 3];
+        ASSERT_EQ(run(p), AK_OK) << ak_last_error();
+        for (std::int64_t i = 0; i < q_len; ++i)
+          for (std::int64_t c = 0; c < p.dv(); ++c)
+            EXPECT_EQ(p.out.row(0, 0, i)[c], std::numeric_limits<float>::max()) << i << "," << c;
+      }
+}
+
 // A key position poisoned for the test.
 struct KeyPos {
   std::int64_t b, hk, j;
