@@ -2,12 +2,7 @@
 # compilers the library was built with: libattnkern.a needs the OpenMP
 # runtime of its own compiler (GCC's libgomp, Clang's libomp), which a
 # consumer's -fopenmp links only when the two agree.
-function(run)
-  execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGV}\n${out}\n${err}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run_or_fail.cmake)
 
 file(REMOVE_RECURSE ${PREFIX} ${CONSUMER_BUILD} ${CONSUMER_BUILD}-c)
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX})

@@ -1,12 +1,7 @@
 # Script for the subproject_consume test (cmake -P): configure the project in
 # subproject/ with no build type, build its two programs (and so attnkern
 # from SOURCE_DIR), run them.
-function(run)
-  execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGV}\n${out}\n${err}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run_or_fail.cmake)
 
 file(REMOVE_RECURSE ${CONSUMER_BUILD})
 run(${CMAKE_COMMAND} -S ${CONSUMER_SRC} -B ${CONSUMER_BUILD} -DATTNKERN_SOURCE_DIR=${SOURCE_DIR}
