@@ -225,10 +225,14 @@ pub fn available_isas() -> Result<Vec<&'static str>> {
 
 /// Threads per call (process-wide); 0 = the OpenMP default.
 pub fn set_num_threads(n: usize) -> Result<()> {
-    let n = c_int::try_from(n).map_err(|_| {
-        Error::new(Status::BadArgument, format!("set_num_threads: {} is too many", n))
-    })?;
+    let n = thread_count("set_num_threads", n)?;
     check(unsafe { sys::ak_set_num_threads(n) })
+}
+
+/// n as the C API's int, or BadArgument naming the setter.
+fn thread_count(setter: &str, n: usize) -> Result<c_int> {
+    c_int::try_from(n)
+        .map_err(|_| Error::new(Status::BadArgument, format!("{}: {} is too many", setter, n)))
 }
 
 /// The thread count a call from this thread would use now.
@@ -240,9 +244,7 @@ pub fn num_threads() -> usize {
 /// `set_num_threads` there; 0 = follow the process-wide count again. Worker
 /// threads of an engine's own set 1 (no OpenMP pool per worker).
 pub fn set_num_threads_local(n: usize) -> Result<()> {
-    let n = c_int::try_from(n).map_err(|_| {
-        Error::new(Status::BadArgument, format!("set_num_threads_local: {} is too many", n))
-    })?;
+    let n = thread_count("set_num_threads_local", n)?;
     check(unsafe { sys::ak_set_num_threads_local(n) })
 }
 
