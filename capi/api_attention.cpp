@@ -10,7 +10,7 @@
 #include "errors.hpp"
 #include "validate.hpp"
 
-namespace ak::capi {
+namespace attnkern::capi {
 namespace {
 
 // A [batch, heads, seq, dim] tensor with [batch, head, seq] strides and a
@@ -233,7 +233,7 @@ ak_status mha_api(std::int64_t n_tokens, std::int64_t d_model, std::int64_t num_
 }
 
 } // namespace
-} // namespace ak::capi
+} // namespace attnkern::capi
 
 extern "C" {
 
@@ -247,16 +247,16 @@ void ak_attention_desc_init(ak_attention_desc *d) {
 
 ak_status ak_attention(const ak_attention_desc *d, const float *q, const float *k, const float *v,
                        float *out) {
-  return ak::capi::guarded("ak_attention",
-                           [&] { return ak::capi::attention_api(d, q, k, v, out); });
+  return attnkern::capi::guarded("ak_attention",
+                                 [&] { return attnkern::capi::attention_api(d, q, k, v, out); });
 }
 
 ak_status ak_mha_self_attention(int64_t n_tokens, int64_t d_model, int64_t num_heads, int64_t d_k,
                                 int64_t d_v, const float *x, const float *w_q, const float *w_k,
                                 const float *w_v, ak_mask mask, float *out) {
-  return ak::capi::guarded("ak_mha_self_attention", [&] {
-    return ak::capi::mha_api(n_tokens, d_model, num_heads, d_k, d_v, x, w_q, w_k, w_v,
-                             ak::capi::raw_enum(mask), out);
+  return attnkern::capi::guarded("ak_mha_self_attention", [&] {
+    return attnkern::capi::mha_api(n_tokens, d_model, num_heads, d_k, d_v, x, w_q, w_k, w_v,
+                                   attnkern::capi::raw_enum(mask), out);
   });
 }
 

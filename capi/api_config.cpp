@@ -18,27 +18,29 @@ const char *ak_version(void) {
 
 int ak_abi_version(void) { return AK_ABI_VERSION; }
 
-const char *ak_get_isa(void) { return ak::active_kernels().name; }
+const char *ak_get_isa(void) { return attnkern::active_kernels().name; }
 
 int ak_isa_supported(const char *name) {
-  return name == nullptr || ak::isa_available(name) ? 1 : 0; // NULL means auto
+  return name == nullptr || attnkern::isa_available(name) ? 1 : 0; // NULL means auto
 }
 
 ak_status ak_set_isa(const char *name) {
-  return ak::capi::guarded("ak_set_isa", [&] {
-    switch (ak::select_isa(name)) {
-    case ak::IsaChoice::ok:
+  return attnkern::capi::guarded("ak_set_isa", [&] {
+    switch (attnkern::select_isa(name)) {
+    case attnkern::IsaChoice::ok:
       return AK_OK;
-    case ak::IsaChoice::unknown_name:
-      return ak::capi::fail(AK_ERR_BAD_ARGUMENT,
-                            "ak_set_isa: unknown instruction set \"%.64s\" (expected auto, avx512, "
-                            "avx2, sse2, neon or scalar)",
-                            name);
-    case ak::IsaChoice::unsupported:
-      return ak::capi::fail(AK_ERR_UNSUPPORTED,
-                            "ak_set_isa: this CPU (or this build) does not support \"%.64s\"; "
-                            "the instruction set in use stays \"%s\"",
-                            name, ak::active_kernels().name);
+    case attnkern::IsaChoice::unknown_name:
+      return attnkern::capi::fail(
+          AK_ERR_BAD_ARGUMENT,
+          "ak_set_isa: unknown instruction set \"%.64s\" (expected auto, avx512, "
+          "avx2, sse2, neon or scalar)",
+          name);
+    case attnkern::IsaChoice::unsupported:
+      return attnkern::capi::fail(
+          AK_ERR_UNSUPPORTED,
+          "ak_set_isa: this CPU (or this build) does not support \"%.64s\"; "
+          "the instruction set in use stays \"%s\"",
+          name, attnkern::active_kernels().name);
     }
     return AK_OK;
   });
@@ -46,28 +48,29 @@ ak_status ak_set_isa(const char *name) {
 
 ak_status ak_set_num_threads(int n) {
   if (n < 0)
-    return ak::capi::fail(AK_ERR_BAD_ARGUMENT,
-                          "ak_set_num_threads: n = %d is negative (0 means the OpenMP default)", n);
-  ak::set_thread_setting(n);
+    return attnkern::capi::fail(
+        AK_ERR_BAD_ARGUMENT, "ak_set_num_threads: n = %d is negative (0 means the OpenMP default)",
+        n);
+  attnkern::set_thread_setting(n);
   return AK_OK;
 }
 
-int ak_get_num_threads(void) { return ak::threads_setting_now(); }
+int ak_get_num_threads(void) { return attnkern::threads_setting_now(); }
 
 ak_status ak_set_num_threads_local(int n) {
   if (n < 0)
-    return ak::capi::fail(
+    return attnkern::capi::fail(
         AK_ERR_BAD_ARGUMENT,
         "ak_set_num_threads_local: n = %d is negative (0 means follow ak_set_num_threads)", n);
-  ak::set_thread_local_setting(n);
+  attnkern::set_thread_local_setting(n);
   return AK_OK;
 }
 
-int ak_get_num_threads_local(void) { return ak::thread_local_setting(); }
+int ak_get_num_threads_local(void) { return attnkern::thread_local_setting(); }
 
 void ak_release_scratch(void) {
   try {
-    ak::release_cached_scratch();
+    attnkern::release_cached_scratch();
   } catch (...) { // a mutex that cannot lock: nothing freed, nothing thrown
   }
 }

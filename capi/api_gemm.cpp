@@ -5,7 +5,7 @@
 #include "errors.hpp"
 #include "validate.hpp"
 
-namespace ak::capi {
+namespace attnkern::capi {
 namespace {
 
 struct GemmExtents {
@@ -60,24 +60,24 @@ ak_status run_gemm(const char *fn, const GemmArgs &g, const GemmBatch &batch) {
 }
 
 } // namespace
-} // namespace ak::capi
+} // namespace attnkern::capi
 
-using ak::capi::ArgCheck;
+using attnkern::capi::ArgCheck;
 
 extern "C" {
 
 ak_status ak_sgemm(ak_trans ta, ak_trans tb, int64_t m, int64_t n, int64_t k, float alpha,
                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                    int64_t ldc) {
-  return ak::capi::guarded("ak_sgemm", [&] {
+  return attnkern::capi::guarded("ak_sgemm", [&] {
     ArgCheck ck("ak_sgemm");
-    const int ta_raw = ak::capi::raw_enum(ta), tb_raw = ak::capi::raw_enum(tb);
-    const auto e = ak::capi::check_gemm(ck, ta_raw, tb_raw, m, n, k, lda, ldb, ldc);
+    const int ta_raw = attnkern::capi::raw_enum(ta), tb_raw = attnkern::capi::raw_enum(tb);
+    const auto e = attnkern::capi::check_gemm(ck, ta_raw, tb_raw, m, n, k, lda, ldb, ldc);
     ck.pointer("a", a, e.a).pointer("b", b, e.b).pointer("c", c, e.c);
     if (!ck.ok()) return ck.result();
-    const ak::GemmArgs g{
+    const attnkern::GemmArgs g{
         ta_raw == AK_TRANS, tb_raw == AK_TRANS, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
-    return ak::capi::run_gemm("ak_sgemm", g, ak::GemmBatch{1, 0, 0, 0});
+    return attnkern::capi::run_gemm("ak_sgemm", g, attnkern::GemmBatch{1, 0, 0, 0});
   });
 }
 
@@ -85,10 +85,10 @@ ak_status ak_sgemm_strided_batched(ak_trans ta, ak_trans tb, int64_t m, int64_t 
                                    float alpha, const float *a, int64_t lda, int64_t stride_a,
                                    const float *b, int64_t ldb, int64_t stride_b, float beta,
                                    float *c, int64_t ldc, int64_t stride_c, int64_t batch) {
-  return ak::capi::guarded("ak_sgemm_strided_batched", [&] {
+  return attnkern::capi::guarded("ak_sgemm_strided_batched", [&] {
     ArgCheck ck("ak_sgemm_strided_batched");
-    const int ta_raw = ak::capi::raw_enum(ta), tb_raw = ak::capi::raw_enum(tb);
-    const auto e = ak::capi::check_gemm(ck, ta_raw, tb_raw, m, n, k, lda, ldb, ldc);
+    const int ta_raw = attnkern::capi::raw_enum(ta), tb_raw = attnkern::capi::raw_enum(tb);
+    const auto e = attnkern::capi::check_gemm(ck, ta_raw, tb_raw, m, n, k, lda, ldb, ldc);
     ck.size("batch", batch);
     if (stride_a < 0 || stride_b < 0 || stride_c < 0)
       ck.fail(AK_ERR_BAD_STRIDE,
@@ -107,24 +107,24 @@ ak_status ak_sgemm_strided_batched(ak_trans ta, ak_trans tb, int64_t m, int64_t 
               "stride_c + n <= ldc = %lld)",
               static_cast<long long>(stride_c), static_cast<long long>(e.c),
               static_cast<long long>(ldc));
-    const std::int64_t ta_ext = ak::capi::batch_extent(ck, "A", batch, stride_a, e.a);
-    const std::int64_t tb_ext = ak::capi::batch_extent(ck, "B", batch, stride_b, e.b);
-    const std::int64_t tc_ext = ak::capi::batch_extent(ck, "C", batch, stride_c, e.c);
+    const std::int64_t ta_ext = attnkern::capi::batch_extent(ck, "A", batch, stride_a, e.a);
+    const std::int64_t tb_ext = attnkern::capi::batch_extent(ck, "B", batch, stride_b, e.b);
+    const std::int64_t tc_ext = attnkern::capi::batch_extent(ck, "C", batch, stride_c, e.c);
     ck.pointer("a", a, ta_ext).pointer("b", b, tb_ext).pointer("c", c, tc_ext);
     if (!ck.ok()) return ck.result();
     if (batch == 0) return AK_OK;
-    const ak::GemmArgs g{
+    const attnkern::GemmArgs g{
         ta_raw == AK_TRANS, tb_raw == AK_TRANS, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
-    return ak::capi::run_gemm("ak_sgemm_strided_batched", g,
-                              ak::GemmBatch{batch, stride_a, stride_b, stride_c});
+    return attnkern::capi::run_gemm("ak_sgemm_strided_batched", g,
+                                    attnkern::GemmBatch{batch, stride_a, stride_b, stride_c});
   });
 }
 
 ak_status ak_sgemm_get_blocking(ak_sgemm_blocking *out) {
-  return ak::capi::guarded("ak_sgemm_get_blocking", [&] {
+  return attnkern::capi::guarded("ak_sgemm_get_blocking", [&] {
     if (out == nullptr)
-      return ak::capi::fail(AK_ERR_NULL_POINTER, "ak_sgemm_get_blocking: out is NULL");
-    const ak::GemmBlocking &b = ak::active_kernels().gemm_blocking;
+      return attnkern::capi::fail(AK_ERR_NULL_POINTER, "ak_sgemm_get_blocking: out is NULL");
+    const attnkern::GemmBlocking &b = attnkern::active_kernels().gemm_blocking;
     *out = ak_sgemm_blocking{b.mr, b.nr, b.mc, b.kc, b.nc, b.skinny_m, b.kc_narrow, b.narrow_n};
     return AK_OK;
   });

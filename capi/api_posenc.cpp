@@ -8,8 +8,8 @@
 extern "C" {
 
 ak_status ak_position_encoding(int64_t max_len, int64_t dim, float base, float *out) {
-  return ak::capi::guarded("ak_position_encoding", [&] {
-    ak::capi::ArgCheck ck("ak_position_encoding");
+  return attnkern::capi::guarded("ak_position_encoding", [&] {
+    attnkern::capi::ArgCheck ck("ak_position_encoding");
     ck.size("max_len", max_len).size("dim", dim);
     if (!(std::isfinite(base) && base > 0.0f))
       ck.fail(AK_ERR_BAD_ARGUMENT, "base = %g must be finite and > 0", static_cast<double>(base));

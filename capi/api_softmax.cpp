@@ -5,7 +5,7 @@
 #include "errors.hpp"
 #include "validate.hpp"
 
-namespace ak::capi {
+namespace attnkern::capi {
 namespace {
 
 ak_status softmax_rows_api(const char *fn, bool log, std::int64_t rows, std::int64_t cols,
@@ -30,24 +30,24 @@ ak_status softmax_rows_api(const char *fn, bool log, std::int64_t rows, std::int
 }
 
 } // namespace
-} // namespace ak::capi
+} // namespace attnkern::capi
 
 extern "C" {
 
 ak_status ak_softmax(int64_t rows, int64_t cols, const float *x, int64_t ldx, float *y,
                      int64_t ldy) {
-  return ak::capi::softmax_rows_api("ak_softmax", false, rows, cols, x, ldx, y, ldy);
+  return attnkern::capi::softmax_rows_api("ak_softmax", false, rows, cols, x, ldx, y, ldy);
 }
 
 ak_status ak_log_softmax(int64_t rows, int64_t cols, const float *x, int64_t ldx, float *y,
                          int64_t ldy) {
-  return ak::capi::softmax_rows_api("ak_log_softmax", true, rows, cols, x, ldx, y, ldy);
+  return attnkern::capi::softmax_rows_api("ak_log_softmax", true, rows, cols, x, ldx, y, ldy);
 }
 
 ak_status ak_softmax_axis(int64_t outer, int64_t axis_len, int64_t inner, const float *x,
                           float *y) {
-  return ak::capi::guarded("ak_softmax_axis", [&] {
-    ak::capi::ArgCheck ck("ak_softmax_axis");
+  return attnkern::capi::guarded("ak_softmax_axis", [&] {
+    attnkern::capi::ArgCheck ck("ak_softmax_axis");
     ck.size("outer", outer).size("axis_len", axis_len).size("inner", inner);
     // Empty (a size of 0) is a no-op whatever the other two sizes' product.
     const bool empty = outer == 0 || axis_len == 0 || inner == 0;
@@ -56,10 +56,11 @@ ak_status ak_softmax_axis(int64_t outer, int64_t axis_len, int64_t inner, const 
     ck.pointer("x", x, total).pointer("y", y, total);
     if (!ck.ok()) return ck.result();
     if (total == 0) return AK_OK;
-    if (ak::active_kernels().softmax_axis(outer, axis_len, inner, x, y, ak::threads_for_call()) !=
-        ak::KernelStatus::ok)
-      return ak::capi::fail(AK_ERR_OUT_OF_MEMORY,
-                            "ak_softmax_axis: out of memory for the columns' state");
+    if (attnkern::active_kernels().softmax_axis(outer, axis_len, inner, x, y,
+                                                attnkern::threads_for_call()) !=
+        attnkern::KernelStatus::ok)
+      return attnkern::capi::fail(AK_ERR_OUT_OF_MEMORY,
+                                  "ak_softmax_axis: out of memory for the columns' state");
     return AK_OK;
   });
 }

@@ -3,7 +3,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-namespace ak::capi {
+namespace attnkern::capi {
 namespace {
 thread_local char t_last_error[512] = "";
 }
@@ -16,11 +16,11 @@ ak_status fail(ak_status status, const char *fmt, ...) {
   return status;
 }
 
-} // namespace ak::capi
+} // namespace attnkern::capi
 
 extern "C" {
 
-const char *ak_last_error(void) { return ak::capi::t_last_error; }
+const char *ak_last_error(void) { return attnkern::capi::t_last_error; }
 
 const char *ak_status_string(ak_status s) {
   switch (s) {

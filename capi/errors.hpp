@@ -5,7 +5,7 @@
 
 #include "attnkern.h"
 
-namespace ak::capi {
+namespace attnkern::capi {
 
 // Records the detail for ak_last_error() (printf-style) and returns `status`.
 ak_status fail(ak_status status, const char *fmt, ...)
@@ -25,4 +25,4 @@ template <class F> ak_status guarded(const char *fn, F &&body) noexcept {
   }
 }
 
-} // namespace ak::capi
+} // namespace attnkern::capi

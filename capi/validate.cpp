@@ -5,7 +5,7 @@
 
 #include "errors.hpp"
 
-namespace ak::capi {
+namespace attnkern::capi {
 namespace {
 // Largest element count whose byte size (and any pointer offset) still fits.
 constexpr std::int64_t kMaxElements = INT64_MAX / static_cast<std::int64_t>(sizeof(float));
@@ -82,4 +82,4 @@ std::int64_t ArgCheck::matrix_extent(const char *name, std::int64_t rows, std::i
   return span;
 }
 
-} // namespace ak::capi
+} // namespace attnkern::capi

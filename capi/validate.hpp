@@ -8,7 +8,7 @@
 
 #include "attnkern.h"
 
-namespace ak::capi {
+namespace attnkern::capi {
 
 // The raw value a C caller passed for an enum parameter. Reading a C++ enum
 // object that holds a value outside its enumerators is undefined behaviour
@@ -52,4 +52,4 @@ private:
   ak_status status_ = AK_OK;
 };
 
-} // namespace ak::capi
+} // namespace attnkern::capi

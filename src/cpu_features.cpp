@@ -6,7 +6,7 @@
 #define AK_X86 1
 #endif
 
-namespace ak {
+namespace attnkern {
 namespace {
 
 #ifdef AK_X86
@@ -60,4 +60,4 @@ const CpuFeatures &cpu_features() {
   return features;
 }
 
-} // namespace ak
+} // namespace attnkern

@@ -2,7 +2,7 @@
 // detection misreports some AVX-512 CPUs (see DESIGN.md).
 #pragma once
 
-namespace ak {
+namespace attnkern {
 
 struct CpuFeatures {
   bool sse2 = false;
@@ -17,4 +17,4 @@ struct CpuFeatures {
 // Detected once; cheap to call afterwards.
 const CpuFeatures &cpu_features();
 
-} // namespace ak
+} // namespace attnkern

@@ -6,7 +6,7 @@
 
 #include "cpu_features.hpp"
 
-namespace ak {
+namespace attnkern {
 namespace {
 
 // Returns the table for `name` if this build has it and the CPU can run it.
@@ -81,4 +81,4 @@ IsaChoice select_isa(const char *name) {
   return IsaChoice::ok;
 }
 
-} // namespace ak
+} // namespace attnkern

@@ -4,7 +4,7 @@
 
 #include "kernel_table.hpp"
 
-namespace ak {
+namespace attnkern {
 
 enum class IsaChoice { ok, unknown_name, unsupported };
 
@@ -15,4 +15,4 @@ bool isa_available(const char *name);
 // name: "auto" (or nullptr) or one of avx512, avx2, sse2, neon, scalar.
 IsaChoice select_isa(const char *name);
 
-} // namespace ak
+} // namespace attnkern

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace ak {
+namespace attnkern {
 
 struct GemmArgs {
   bool trans_a, trans_b;
@@ -79,4 +79,4 @@ namespace scalar {
 const KernelTable &kernel_table();
 }
 
-} // namespace ak
+} // namespace attnkern

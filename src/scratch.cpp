@@ -9,7 +9,7 @@
 #include <pthread.h>
 #endif
 
-namespace ak {
+namespace attnkern {
 namespace {
 
 constexpr std::size_t kAlign = 64; // a cache line, and one AVX-512 register
@@ -159,4 +159,4 @@ void release_cached_scratch() {
   for (CacheSlot *s = r.head; s; s = s->next) std::free(s->block.exchange(nullptr));
 }
 
-} // namespace ak
+} // namespace attnkern

@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-namespace ak {
+namespace attnkern {
 
 class Scratch {
 public:
@@ -24,4 +24,4 @@ private:
 // Frees every thread's cached buffer (buffers in use stay with their calls).
 void release_cached_scratch();
 
-} // namespace ak
+} // namespace attnkern

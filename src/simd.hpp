@@ -30,7 +30,7 @@
 #define AK_ALWAYS_INLINE inline
 #endif
 
-namespace ak {
+namespace attnkern {
 namespace AK_ISA_NS {
 
 // ---------------------------------------------------------------- scalar
@@ -261,4 +261,4 @@ private:
 #endif
 
 } // namespace AK_ISA_NS
-} // namespace ak
+} // namespace attnkern

@@ -10,7 +10,7 @@
 #define AK_FORK_GUARD 1
 #endif
 
-namespace ak {
+namespace attnkern {
 namespace {
 std::atomic<int> g_threads{0};
 // The calling thread's own count (0 = follow g_threads): an engine's worker
@@ -67,4 +67,4 @@ int threads_for_work(int threads, double work, double min_work) {
   return most < threads ? static_cast<int>(most) : threads;
 }
 
-} // namespace ak
+} // namespace attnkern

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-namespace ak {
+namespace attnkern {
 
 void set_thread_setting(int n); // 0 = OpenMP default
 // The calling thread's override of the process-wide setting (0 = none).
@@ -34,4 +34,4 @@ template <class F> void parallel_for_static(int threads, std::int64_t n, F &&f) 
   for (std::int64_t i = 0; i < n; ++i) f(i);
 }
 
-} // namespace ak
+} // namespace attnkern

@@ -31,7 +31,7 @@
 
 #include "simd.hpp"
 
-namespace ak {
+namespace attnkern {
 namespace AK_ISA_NS {
 
 // Whether softmax's exps run in double (SSE2 and scalar: see above).
@@ -259,4 +259,4 @@ template <class V> inline typename V::reg vexp_unshifted(typename V::reg x, type
 }
 
 } // namespace AK_ISA_NS
-} // namespace ak
+} // namespace attnkern

@@ -35,7 +35,7 @@
 #include "../threading.hpp"
 #include "../vexp.hpp"
 
-namespace ak {
+namespace attnkern {
 namespace AK_ISA_NS {
 
 // Which keys of a batch entry query i sees: [lo, hi) (see attnkern.h).
@@ -1128,4 +1128,4 @@ template <class V, class Cfg> KernelStatus attention(const AttentionArgs &a, int
 }
 
 } // namespace AK_ISA_NS
-} // namespace ak
+} // namespace attnkern

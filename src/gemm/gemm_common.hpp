@@ -8,7 +8,7 @@
 #include <omp.h>
 #endif
 
-namespace ak {
+namespace attnkern {
 namespace AK_ISA_NS {
 
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -57,4 +57,4 @@ inline void team_for_dynamic(bool team, std::int64_t n, F &&f, std::int64_t chun
 }
 
 } // namespace AK_ISA_NS
-} // namespace ak
+} // namespace attnkern

@@ -32,7 +32,7 @@
 #include "sgemm_skinny.hpp"
 #include "sgemm_ukernel.hpp"
 
-namespace ak {
+namespace attnkern {
 namespace AK_ISA_NS {
 
 // C = beta * C (beta == 0 writes zeros), for k == 0 or alpha == 0.
@@ -414,4 +414,4 @@ KernelStatus sgemm_batched(const GemmArgs &g, const GemmBatch &batch, int thread
 }
 
 } // namespace AK_ISA_NS
-} // namespace ak
+} // namespace attnkern

@@ -13,7 +13,7 @@
 #include <immintrin.h>
 #endif
 
-namespace ak {
+namespace attnkern {
 namespace AK_ISA_NS {
 
 #if defined(__AVX512F__)
@@ -127,4 +127,4 @@ inline void pack_b_sliver(std::int64_t kc, int cols, const float *b, std::int64_
 }
 
 } // namespace AK_ISA_NS
-} // namespace ak
+} // namespace attnkern

@@ -34,7 +34,7 @@
 #include "../threading.hpp"
 #include "gemm_common.hpp"
 
-namespace ak {
+namespace attnkern {
 namespace AK_ISA_NS {
 
 // Vector registers the accumulators of a skinny tile may take.
@@ -524,4 +524,4 @@ template <class V, int MaxRows> KernelStatus sgemm_skinny(const GemmArgs &g, int
 }
 
 } // namespace AK_ISA_NS
-} // namespace ak
+} // namespace attnkern

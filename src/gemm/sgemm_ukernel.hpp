@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-namespace ak {
+namespace attnkern {
 namespace AK_ISA_NS {
 
 // The block-table entries every instruction set shares; each tile's table
@@ -146,4 +146,4 @@ template <class V, int MR, int NV, bool PackedA, bool DirectB = false> struct Ti
 };
 
 } // namespace AK_ISA_NS
-} // namespace ak
+} // namespace attnkern

@@ -4,9 +4,9 @@
 #define AK_ISA_HAS_XSIMD 1
 #include "../simd.hpp"
 
-namespace ak::avx2 {
+namespace attnkern::avx2 {
 using V = XsimdVec<xsimd::fma3<xsimd::avx2>>;
-} // namespace ak::avx2
+} // namespace attnkern::avx2
 
 #include "../gemm/ukernels/sgemm_ukernel_6x16_avx2.hpp"
 

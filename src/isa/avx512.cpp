@@ -5,9 +5,9 @@
 #define AK_ISA_HAS_XSIMD 1
 #include "../simd.hpp"
 
-namespace ak::avx512 {
+namespace attnkern::avx512 {
 using V = XsimdVec<xsimd::avx512f>;
-} // namespace ak::avx512
+} // namespace attnkern::avx512
 
 #include "../gemm/ukernels/sgemm_ukernel_12x32_avx512.hpp"
 

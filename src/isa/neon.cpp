@@ -3,9 +3,9 @@
 #define AK_ISA_HAS_XSIMD 1
 #include "../simd.hpp"
 
-namespace ak::neon {
+namespace attnkern::neon {
 using V = XsimdVec<xsimd::neon64>;
-} // namespace ak::neon
+} // namespace attnkern::neon
 
 #include "../gemm/ukernels/sgemm_ukernel_8x12_neon.hpp"
 

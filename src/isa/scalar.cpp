@@ -3,9 +3,9 @@
 #define AK_ISA_NS scalar
 #include "../simd.hpp"
 
-namespace ak::scalar {
+namespace attnkern::scalar {
 using V = ScalarVec;
-} // namespace ak::scalar
+} // namespace attnkern::scalar
 
 #include "../gemm/ukernels/sgemm_ukernel_4x4_scalar.hpp"
 

@@ -3,9 +3,9 @@
 #define AK_ISA_HAS_XSIMD 1
 #include "../simd.hpp"
 
-namespace ak::sse2 {
+namespace attnkern::sse2 {
 using V = XsimdVec<xsimd::sse2>;
-} // namespace ak::sse2
+} // namespace attnkern::sse2
 
 #include "../gemm/ukernels/sgemm_ukernel_6x8_sse2.hpp"
 

@@ -40,7 +40,7 @@
 #include "../scratch.hpp"
 #include "softmax_kernels.hpp"
 
-namespace ak {
+namespace attnkern {
 namespace AK_ISA_NS {
 
 // Axes up to this long take the blocks; longer ones, the pieces, whose two
@@ -842,4 +842,4 @@ KernelStatus softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_
 }
 
 } // namespace AK_ISA_NS
-} // namespace ak
+} // namespace attnkern

@@ -20,7 +20,7 @@
 #include "../threading.hpp"
 #include "../vexp.hpp"
 
-namespace ak {
+namespace attnkern {
 namespace AK_ISA_NS {
 
 template <class V> struct RowIo {
@@ -648,4 +648,4 @@ void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int
 }
 
 } // namespace AK_ISA_NS
-} // namespace ak
+} // namespace attnkern

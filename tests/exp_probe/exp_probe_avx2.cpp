@@ -3,8 +3,8 @@
 #define AK_ISA_HAS_XSIMD 1
 #include "../../src/simd.hpp"
 
-namespace ak::avx2 {
+namespace attnkern::avx2 {
 using V = XsimdVec<xsimd::fma3<xsimd::avx2>>;
-} // namespace ak::avx2
+} // namespace attnkern::avx2
 
 #include "exp_probe_body.inc"

@@ -3,8 +3,8 @@
 #define AK_ISA_HAS_XSIMD 1
 #include "../../src/simd.hpp"
 
-namespace ak::avx512 {
+namespace attnkern::avx512 {
 using V = XsimdVec<xsimd::avx512f>;
-} // namespace ak::avx512
+} // namespace attnkern::avx512
 
 #include "exp_probe_body.inc"

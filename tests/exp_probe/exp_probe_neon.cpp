@@ -3,8 +3,8 @@
 #define AK_ISA_HAS_XSIMD 1
 #include "../../src/simd.hpp"
 
-namespace ak::neon {
+namespace attnkern::neon {
 using V = XsimdVec<xsimd::neon64>;
-} // namespace ak::neon
+} // namespace attnkern::neon
 
 #include "exp_probe_body.inc"

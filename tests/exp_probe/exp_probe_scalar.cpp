@@ -2,8 +2,8 @@
 #define AK_ISA_NS scalar
 #include "../../src/simd.hpp"
 
-namespace ak::scalar {
+namespace attnkern::scalar {
 using V = ScalarVec;
-} // namespace ak::scalar
+} // namespace attnkern::scalar
 
 #include "exp_probe_body.inc"

@@ -3,8 +3,8 @@
 #define AK_ISA_HAS_XSIMD 1
 #include "../../src/simd.hpp"
 
-namespace ak::sse2 {
+namespace attnkern::sse2 {
 using V = XsimdVec<xsimd::sse2>;
-} // namespace ak::sse2
+} // namespace attnkern::sse2
 
 #include "exp_probe_body.inc"

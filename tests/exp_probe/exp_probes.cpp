@@ -4,7 +4,7 @@
 #include <cstddef>
 
 #define AK_DECLARE_PROBE(isa)                                                                      \
-  namespace ak::isa {                                                                              \
+  namespace attnkern::isa {                                                                        \
   void probe_exp(const float *x, float *y, std::size_t n);                                         \
   void probe_exp_diff(const float *a, const float *b, float *y, std::size_t n);                    \
   void probe_exp_shifted(const float *a, const float *b, float *y, std::size_t n);                 \
@@ -28,21 +28,24 @@ namespace akt {
 const std::vector<ExpProbe> &exp_probes() {
   static const std::vector<ExpProbe> probes = {
 #if defined(AK_HAVE_AVX512)
-    {"avx512", ak::avx512::probe_exp, ak::avx512::probe_exp_diff, ak::avx512::probe_exp_shifted,
-     ak::avx512::probe_exp_unshifted, ak::avx512::probe_softmax_exp_ulp(),
-     ak::avx512::probe_exp_ulp()},
-    {"avx2", ak::avx2::probe_exp, ak::avx2::probe_exp_diff, ak::avx2::probe_exp_shifted,
-     ak::avx2::probe_exp_unshifted, ak::avx2::probe_softmax_exp_ulp(), ak::avx2::probe_exp_ulp()},
-    {"sse2", ak::sse2::probe_exp, ak::sse2::probe_exp_diff, ak::sse2::probe_exp_shifted,
-     ak::sse2::probe_exp_unshifted, ak::sse2::probe_softmax_exp_ulp(), ak::sse2::probe_exp_ulp()},
+    {"avx512", attnkern::avx512::probe_exp, attnkern::avx512::probe_exp_diff,
+     attnkern::avx512::probe_exp_shifted, attnkern::avx512::probe_exp_unshifted,
+     attnkern::avx512::probe_softmax_exp_ulp(), attnkern::avx512::probe_exp_ulp()},
+    {"avx2", attnkern::avx2::probe_exp, attnkern::avx2::probe_exp_diff,
+     attnkern::avx2::probe_exp_shifted, attnkern::avx2::probe_exp_unshifted,
+     attnkern::avx2::probe_softmax_exp_ulp(), attnkern::avx2::probe_exp_ulp()},
+    {"sse2", attnkern::sse2::probe_exp, attnkern::sse2::probe_exp_diff,
+     attnkern::sse2::probe_exp_shifted, attnkern::sse2::probe_exp_unshifted,
+     attnkern::sse2::probe_softmax_exp_ulp(), attnkern::sse2::probe_exp_ulp()},
 #endif
 #if defined(AK_HAVE_NEON)
-    {"neon", ak::neon::probe_exp, ak::neon::probe_exp_diff, ak::neon::probe_exp_shifted,
-     ak::neon::probe_exp_unshifted, ak::neon::probe_softmax_exp_ulp(), ak::neon::probe_exp_ulp()},
+    {"neon", attnkern::neon::probe_exp, attnkern::neon::probe_exp_diff,
+     attnkern::neon::probe_exp_shifted, attnkern::neon::probe_exp_unshifted,
+     attnkern::neon::probe_softmax_exp_ulp(), attnkern::neon::probe_exp_ulp()},
 #endif
-    {"scalar", ak::scalar::probe_exp, ak::scalar::probe_exp_diff, ak::scalar::probe_exp_shifted,
-     ak::scalar::probe_exp_unshifted, ak::scalar::probe_softmax_exp_ulp(),
-     ak::scalar::probe_exp_ulp()},
+    {"scalar", attnkern::scalar::probe_exp, attnkern::scalar::probe_exp_diff,
+     attnkern::scalar::probe_exp_shifted, attnkern::scalar::probe_exp_unshifted,
+     attnkern::scalar::probe_softmax_exp_ulp(), attnkern::scalar::probe_exp_ulp()},
   };
   return probes;
 }

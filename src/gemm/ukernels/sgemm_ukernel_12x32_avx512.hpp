@@ -7,7 +7,7 @@
 
 #include "../sgemm_ukernel.hpp"
 
-namespace ak::avx512 {
+namespace attnkern::avx512 {
 struct GemmBlocksWide;
 
 // 12 x 32 tile: 24 of the 32 zmm registers accumulate, 2 hold B, 1 A.
@@ -59,4 +59,4 @@ static_assert(GemmBlocks::mr == 12 && GemmBlocks::nv * GemmBlocks::width == 32,
               "the file name states the tile shape");
 static_assert(GemmBlocksWide::mr == 6 && GemmBlocksWide::nv * GemmBlocksWide::width == 64,
               "the comment states the second tile's shape");
-} // namespace ak::avx512
+} // namespace attnkern::avx512

@@ -7,7 +7,7 @@
 
 #include "../sgemm_ukernel.hpp"
 
-namespace ak::scalar {
+namespace attnkern::scalar {
 struct GemmBlocks : GemmBlocksDefaults {
   static constexpr int width = 1, mr = 4, nv = 4;
   static constexpr std::int64_t mc = 128, kc = 256, nc = 4096;
@@ -15,4 +15,4 @@ struct GemmBlocks : GemmBlocksDefaults {
 };
 static_assert(GemmBlocks::mr == 4 && GemmBlocks::nv * GemmBlocks::width == 4,
               "the file name states the tile shape");
-} // namespace ak::scalar
+} // namespace attnkern::scalar

@@ -7,7 +7,7 @@
 
 #include "../sgemm_ukernel.hpp"
 
-namespace ak::avx2 {
+namespace attnkern::avx2 {
 // 6 x 16 tile: 12 of the 16 ymm registers accumulate, 2 hold B, 1 A.
 // m <= 16 takes the skinny path (sgemm_skinny.hpp, tiles of up to 8 rows):
 // 9-16 x 4096 x 4096, A/B as in the AVX-512 table, 1 thread NN / NT: m = 9
@@ -21,4 +21,4 @@ struct GemmBlocks : GemmBlocksDefaults {
 };
 static_assert(GemmBlocks::mr == 6 && GemmBlocks::nv * GemmBlocks::width == 16,
               "the file name states the tile shape");
-} // namespace ak::avx2
+} // namespace attnkern::avx2

@@ -7,7 +7,7 @@
 
 #include "../sgemm_ukernel.hpp"
 
-namespace ak::sse2 {
+namespace attnkern::sse2 {
 // 6 x 8 tile: 12 of the 16 xmm registers accumulate (no FMA: multiply, add).
 struct GemmBlocks : GemmBlocksDefaults {
   static constexpr int width = 4, mr = 6, nv = 2;
@@ -16,4 +16,4 @@ struct GemmBlocks : GemmBlocksDefaults {
 };
 static_assert(GemmBlocks::mr == 6 && GemmBlocks::nv * GemmBlocks::width == 8,
               "the file name states the tile shape");
-} // namespace ak::sse2
+} // namespace attnkern::sse2

@@ -7,7 +7,7 @@
 
 #include "../sgemm_ukernel.hpp"
 
-namespace ak::neon {
+namespace attnkern::neon {
 // 8 x 12 tile: 24 of the 32 q registers accumulate, 3 hold B, 1 A.
 struct GemmBlocks : GemmBlocksDefaults {
   static constexpr int width = 4, mr = 8, nv = 3;
@@ -16,4 +16,4 @@ struct GemmBlocks : GemmBlocksDefaults {
 };
 static_assert(GemmBlocks::mr == 8 && GemmBlocks::nv * GemmBlocks::width == 12,
               "the file name states the tile shape");
-} // namespace ak::neon
+} // namespace attnkern::neon
