@@ -8,7 +8,8 @@ include(${CMAKE_CURRENT_LIST_DIR}/run_or_fail.cmake)
 file(REMOVE_RECURSE ${PREFIX})
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX})
 foreach(f include/attnkern.h lib/libattnkern.so lib/libattnkern.a
-          lib/cmake/attnkern/attnkernConfig.cmake lib/pkgconfig/attnkern.pc)
+          lib/cmake/attnkern/attnkernConfig.cmake lib/pkgconfig/attnkern.pc
+          lib/pkgconfig/attnkern-static.pc)
   if(NOT EXISTS ${PREFIX}/${f})
     message(FATAL_ERROR "install is missing ${f}")
   endif()
@@ -30,6 +31,13 @@ pkg_config_flags(shared_flags --cflags --libs)
 pkg_config_flags(static_flags --static --cflags --libs)
 # -lattnkern would pick the .so next to the .a: name the archive itself.
 list(TRANSFORM static_flags REPLACE "^-lattnkern$" "${PREFIX}/lib/libattnkern.a")
+# attnkern-static.pc does that itself.
+execute_process(COMMAND ${PKG_CONFIG} --cflags --libs attnkern-static OUTPUT_VARIABLE flags
+                RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT rc EQUAL 0 OR NOT flags MATCHES "libattnkern\\.a")
+  message(FATAL_ERROR "pkg-config's attnkern-static does not name libattnkern.a: ${flags}")
+endif()
+separate_arguments(archive_flags UNIX_COMMAND "${flags}")
 
 # consume(<tag> <C compiler> <C++ compiler>): every consumer built and run.
 function(consume tag cc cxx)
@@ -62,9 +70,14 @@ function(consume tag cc cxx)
   run(${cc} -std=c99 ${CONSUMER_SRC}/consumer.c ${shared_flags} -Wl,-rpath,${PREFIX}/lib -lm
       -o ${build}/consumer_pkgconfig)
   run(${build}/consumer_pkgconfig)
+  # The two static links have no rpath: had they taken the .so, they
+  # could not start.
   run(${cc} -std=c99 ${CONSUMER_SRC}/consumer.c ${static_flags} -lm
       -o ${build}/consumer_pkgconfig_static)
   run(${build}/consumer_pkgconfig_static)
+  run(${cc} -std=c99 ${CONSUMER_SRC}/consumer.c ${archive_flags} -lm
+      -o ${build}/consumer_pkgconfig_archive)
+  run(${build}/consumer_pkgconfig_archive)
 endfunction()
 
 consume("" ${C_COMPILER} ${CXX_COMPILER})
