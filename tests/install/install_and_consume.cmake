@@ -15,29 +15,28 @@ foreach(f include/attnkern.h lib/libattnkern.so lib/libattnkern.a
   endif()
 endforeach()
 # pkg-config, as a Makefile-based C project would use it: the shared library,
-# and the static one with --static (its Libs.private: the OpenMP runtime).
+# and the static one with --static (its Libs.private: the OpenMP runtime) or
+# through the attnkern-static module.
 find_program(PKG_CONFIG pkg-config REQUIRED)
 set(ENV{PKG_CONFIG_PATH} ${PREFIX}/lib/pkgconfig)
-function(pkg_config_flags out)
-  execute_process(COMMAND ${PKG_CONFIG} ${ARGN} attnkern OUTPUT_VARIABLE flags
+function(pkg_config_flags out module)
+  execute_process(COMMAND ${PKG_CONFIG} ${ARGN} ${module} OUTPUT_VARIABLE flags
                   RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "pkg-config does not know attnkern")
+    message(FATAL_ERROR "pkg-config does not know ${module}")
   endif()
   separate_arguments(flags UNIX_COMMAND "${flags}")
   set(${out} "${flags}" PARENT_SCOPE)
 endfunction()
-pkg_config_flags(shared_flags --cflags --libs)
-pkg_config_flags(static_flags --static --cflags --libs)
+pkg_config_flags(shared_flags attnkern --cflags --libs)
+pkg_config_flags(static_flags attnkern --static --cflags --libs)
 # -lattnkern would pick the .so next to the .a: name the archive itself.
 list(TRANSFORM static_flags REPLACE "^-lattnkern$" "${PREFIX}/lib/libattnkern.a")
 # attnkern-static.pc does that itself.
-execute_process(COMMAND ${PKG_CONFIG} --cflags --libs attnkern-static OUTPUT_VARIABLE flags
-                RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
-if(NOT rc EQUAL 0 OR NOT flags MATCHES "libattnkern\\.a")
-  message(FATAL_ERROR "pkg-config's attnkern-static does not name libattnkern.a: ${flags}")
+pkg_config_flags(archive_flags attnkern-static --cflags --libs)
+if(NOT archive_flags MATCHES "/libattnkern\\.a")
+  message(FATAL_ERROR "pkg-config's attnkern-static does not name libattnkern.a: ${archive_flags}")
 endif()
-separate_arguments(archive_flags UNIX_COMMAND "${flags}")
 
 # consume(<tag> <C compiler> <C++ compiler>): every consumer built and run.
 function(consume tag cc cxx)
