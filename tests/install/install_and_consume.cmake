@@ -48,6 +48,7 @@ function(consume tag cc cxx)
   run(${build}/consumer_shared)
   run(${build}/consumer_static)
   if(CMAKE_HOST_SYSTEM_NAME STREQUAL "Linux")
+    run(${build}/consumer_loader ${PREFIX}/lib)
     run(${build}/consumer_plugin_host)
     # The plugin exports its own function and none of the embedded ak_*.
     find_program(NM nm REQUIRED)
