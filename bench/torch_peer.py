@@ -73,43 +73,21 @@ stderr, the Markdown report to stdout (and to --out).
 
 import argparse
 import datetime
-import math
 import os
 import shlex
-import statistics
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "capi", "examples", "python"))
+from peer_common import (SWITCH_PAUSE_S, cpu_model, fmt_row, geomean, load_attnkern,
+                         median_times, parse_threads, positive_int, progress, rel_diff,
+                         usable_cpus)
 
-# The pause before each sample, letting the other runtime's spinning threads
-# go to sleep (libgomp's default spin is well under this; see the docstring
-# for Intel's libiomp5).
-SWITCH_PAUSE_S = 0.05
 ATTENTION_TOL = 1e-4
 SOFTMAX_TOL = 1e-5
 SEED = 20240611
 
 
 # ----------------------------------------------------------------- arguments
-def parse_threads(text):
-    try:
-        counts = [int(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a comma list of integers: {text!r}")
-    if not counts or any(t < 1 for t in counts):
-        raise argparse.ArgumentTypeError(f"thread counts must be >= 1: {text!r}")
-    return list(dict.fromkeys(counts))  # in order, each once
-
-
-def positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1: {text!r}")
-    return value
-
-
 def parse_args(argv):
     p = argparse.ArgumentParser(
         description="attnkern vs PyTorch CPU attention and softmax, same process.")
@@ -151,12 +129,7 @@ def import_peers(lib_path):
         import torch.nn.functional  # noqa: F401  (the SDPA entry point)
     except ImportError:
         sys.exit("torch_peer.py needs torch (a CPU build is enough)")
-    import attnkern
-    try:
-        ak = attnkern.load(lib_path)
-    except OSError as e:
-        sys.exit(f"cannot load libattnkern: {e}\n"
-                 "pass --lib build-rel/libattnkern.so or set AK_LIBRARY")
+    attnkern, ak = load_attnkern(lib_path, "torch_peer.py")
     return np, torch, attnkern, ak
 
 
@@ -183,18 +156,6 @@ def parallel_summary(torch):
     return keep
 
 
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-    return platform.processor() or "unknown"
-
-
 def flag(fn):
     """Call a torch.backends probe; 'n/a' where this torch lacks it."""
     try:
@@ -206,10 +167,7 @@ def flag(fn):
 def header_lines(np, torch, ak, args_line):
     backends = torch.backends
     cpu_cap = getattr(getattr(backends, "cpu", None), "get_cpu_capability", None)
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except AttributeError:
-        affinity = "n/a"
+    affinity = usable_cpus()
     lines = [
         "# attnkern vs PyTorch (CPU, fp32, same process)",
         "",
@@ -226,39 +184,6 @@ def header_lines(np, torch, ak, args_line):
         f"- command: `{args_line}`",
     ]
     return lines
-
-
-# -------------------------------------------------------------------- timing
-def time_sample(fn, min_time):
-    """Mean seconds per call over as many calls as last >= min_time."""
-    calls = 0
-    start = time.perf_counter()
-    while True:
-        fn()
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_time:
-            return elapsed / calls
-
-
-def median_times(fns, reps, min_time):
-    """Median seconds per call of each fn, sampled in turn (A, B, A, B, ...);
-    each sample follows a pause so the previous runtime's threads stop spinning."""
-    samples = [[] for _ in fns]
-    for _ in range(reps):
-        for i, fn in enumerate(fns):
-            time.sleep(SWITCH_PAUSE_S)
-            samples[i].append(time_sample(fn, min_time))
-    return [statistics.median(s) for s in samples]
-
-
-def rel_diff(np, got, ref):
-    """max |got - ref| / max |ref| (NaN anywhere gives NaN, which fails)."""
-    got = np.asarray(got, dtype=np.float64)
-    ref = np.asarray(ref, dtype=np.float64)
-    diff = float(np.max(np.abs(got - ref)))
-    scale = float(np.max(np.abs(ref)))
-    return diff / scale if scale > 0 else diff
 
 
 # --------------------------------------------------------------------- cases
@@ -511,10 +436,6 @@ def set_threads(torch, ak, t):
         progress(f"warning: asked for {t} threads, torch has {got[0]}, attnkern {got[1]}")
 
 
-def progress(text):
-    print(text, file=sys.stderr, flush=True)
-
-
 def measure(np, torch, ak, case, t, reps, min_time):
     """One row: warm-up calls that double as the agreement check, then the
     alternating samples. Returns a dict for the report."""
@@ -552,10 +473,6 @@ def run_all(np, torch, ak, attnkern, args):
 
 
 # -------------------------------------------------------------------- report
-def geomean(xs):
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
-
-
 TABLES = {
     # table: (title, leading column names, unit)
     "prefill": ("Prefill (8 heads, batch 1): GFLOP/s of useful work",
@@ -571,10 +488,6 @@ TABLES = {
     "sgemm": ("SGEMM (C = A B or A B^T): GFLOP/s, 2mnk per call",
               ["m×n×k", "op"], "GFLOP/s"),
 }
-
-
-def fmt_row(cells):
-    return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
 def table_lines(name, rows, thread_counts):
