@@ -53,63 +53,17 @@ the system's search path). Progress goes to stderr, the Markdown report to
 stdout (and to --out).
 """
 
-import argparse
 import datetime
 import os
-import shlex
 import sys
 import time
 
-from peer_common import (SWITCH_PAUSE_S, cpu_model, fmt_row, geomean, load_attnkern,
-                         median_times, parse_threads, positive_int, progress, rel_diff,
-                         usable_cpus)
+from peer_common import (ATTENTION_TOL, SEED, CaseBase, SOFTMAX_TOL, SWITCH_PAUSE_S, TABLES,
+                         agreement_lines, command_line, cpu_model, emit_report, fmt_row,
+                         geomean, load_attnkern, median_times, parse_peer_args, peer_shapes,
+                         progress, randn, rel_diff, usable_cpus)
 
-ATTENTION_TOL = 1e-4
-SOFTMAX_TOL = 1e-5
-SEED = 20240611
 MAX_IR_VERSION = 10
-
-TABLES = {
-    # table: (title, leading column names, unit)
-    "prefill": ("Prefill (8 heads, batch 1): GFLOP/s of useful work",
-                ["d", "L", "mask"], "GFLOP/s"),
-    "encoder": ("Encoder (short sequences over a batch and many heads, no mask): GFLOP/s",
-                ["batch", "heads", "d", "L"], "GFLOP/s"),
-    "decode": ("Decode (q_len 1, head_dim 128, no mask): GB/s of K and V read once",
-               ["heads/kv heads", "kv_len"], "GB/s"),
-    "verify": ("A few queries per step (head_dim 128, causal bottom-right): GFLOP/s of "
-               "useful work", ["heads/kv heads", "q_len", "kv_len"], "GFLOP/s"),
-    "softmax": ("Softmax over the last axis: GB/s of one read and one write",
-                ["shape"], "GB/s"),
-    "sgemm": ("SGEMM (C = A B or A B^T): GFLOP/s, 2mnk per call",
-              ["m×n×k", "op"], "GFLOP/s"),
-}
-
-
-def parse_args(argv):
-    p = argparse.ArgumentParser(
-        description="attnkern vs ONNX Runtime's CPU kernels, same process.")
-    p.add_argument("--threads", type=parse_threads, default=parse_threads("1,2"),
-                   help="comma list of thread counts (default 1,2)")
-    p.add_argument("--reps", type=positive_int, default=5,
-                   help="timed samples per implementation; the median is reported "
-                        "(default 5)")
-    p.add_argument("--min-time", type=float, default=0.2,
-                   help="seconds of calls per sample (default 0.2)")
-    p.add_argument("--lib", default=None,
-                   help="path to libattnkern (default: $AK_LIBRARY, else the system's)")
-    p.add_argument("--out", default=None, help="also write the Markdown report here")
-    p.add_argument("--quick", action="store_true",
-                   help="fewer shapes: L = 1024 only, kv_len = 8192 only, three products")
-    p.add_argument("--tables", default=",".join(TABLES),
-                   help=f"comma list of the tables to run (default {','.join(TABLES)})")
-    args = p.parse_args(argv)
-    args.tables = set(t.strip() for t in args.tables.split(",") if t.strip())
-    unknown = args.tables - set(TABLES)
-    if unknown or not args.tables:
-        p.error(f"--tables takes {', '.join(TABLES)}, not {sorted(unknown) or 'nothing'}")
-    return args
-
 
 def import_peers(lib_path):
     """numpy, onnx, onnxruntime and the loaded attnkern binding, or exit."""
@@ -220,25 +174,12 @@ class Peer:
         self.to_ak_layout = to_ak_layout or (lambda y: y)
 
 
-class Case:
-    """One shape: its row cells, the work per call, attnkern's call (returning
-    its output), the ORT implementations and the tolerance."""
+class Case(CaseBase):
+    """A shape (CaseBase) and its ORT implementations (Peer)."""
 
     def __init__(self, table, cells, work, run_ak, peers, tol):
-        self.table = table
-        self.cells = cells
-        self.work = work
-        self.run_ak = run_ak
+        super().__init__(table, cells, work, run_ak, tol)
         self.peers = peers
-        self.tol = tol
-
-    @property
-    def label(self):
-        return f"{self.table} " + " ".join(str(c) for c in self.cells)
-
-
-def randn(np, rng, shape):
-    return rng.standard_normal(shape, dtype=np.float32)
 
 
 def bsnh(np, x):
@@ -333,34 +274,17 @@ def case_builders(np, onnx, ak, attnkern, quick):
     """(table, build()) per case in report order; build() allocates the inputs,
     so only one case's buffers (up to ~1 GiB for decode at 32768) live at once."""
     rng = np.random.default_rng(SEED)
-    lengths = [1024] if quick else [1024, 4096]
-    kv_lengths = [8192] if quick else [8192, 32768]
-    builders = []
-    for d in (64, 128):
-        for L in lengths:
-            for causal in (False, True):
-                builders.append(("prefill", lambda d=d, L=L, c=causal:
-                                 prefill_case(np, onnx, ak, attnkern, rng, d, L, c)))
-    for batch, heads, L in ((8, 12, 128), (8, 12, 197), (4, 16, 384)):
-        builders.append(("encoder", lambda b=batch, h=heads, L=L:
-                         encoder_case(np, onnx, ak, rng, b, h, L)))
-    for kv_len in kv_lengths:
-        for kv_heads in (32, 8):
-            builders.append(("decode", lambda n=kv_len, h=kv_heads:
-                             decode_case(np, onnx, ak, rng, n, h)))
-    for q_len in (4, 8):
-        builders.append(("verify", lambda q=q_len:
-                         verify_case(np, onnx, ak, attnkern, rng, q, 4096)))
-    for rows, cols in ((1024, 1024), (4096, 4096), (16, 32768)):
-        builders.append(("softmax", lambda r=rows, c=cols:
-                         softmax_case(np, onnx, ak, rng, r, c)))
-    gemms = [(512, 512, 512, False), (1024, 1024, 1024, False), (1024, 1024, 1024, True)]
-    if not quick:
-        gemms += [(2048, 2048, 2048, False), (4096, 4096, 128, True), (4096, 128, 4096, False)]
-    for m, n, k, tb in gemms:
-        builders.append(("sgemm", lambda m=m, n=n, k=k, tb=tb:
-                         sgemm_case(np, onnx, ak, rng, m, n, k, tb)))
-    return builders
+    shapes = peer_shapes(quick)
+    build = {
+        "prefill": lambda d, L, causal: prefill_case(np, onnx, ak, attnkern, rng, d, L, causal),
+        "encoder": lambda b, h, L: encoder_case(np, onnx, ak, rng, b, h, L),
+        "decode": lambda kv_len, kv_heads: decode_case(np, onnx, ak, rng, kv_len, kv_heads),
+        "verify": lambda q_len: verify_case(np, onnx, ak, attnkern, rng, q_len, 4096),
+        "softmax": lambda rows, cols: softmax_case(np, onnx, ak, rng, rows, cols),
+        "sgemm": lambda m, n, k, tb: sgemm_case(np, onnx, ak, rng, m, n, k, tb),
+    }
+    return [(table, lambda t=table, c=case: build[t](*(c if isinstance(c, tuple) else (c,))))
+            for table in TABLES for case in shapes[table]]
 
 
 # ------------------------------------------------------------------ measuring
@@ -461,36 +385,21 @@ def report(header, rows, thread_counts):
     lines = header + [""]
     for name in TABLES:
         lines += table_lines(name, rows, thread_counts)
-    failed = [r for r in rows if not r["ok"]]
     refused = [r for r in rows if r["error"]]
     if refused:
         lines.append(f"ORT refused {len(refused)} row(s) (an op or attribute this version "
                      "lacks); they are not timed.")
-    if failed:
-        lines.append(f"**FAIL**: {len(failed)} row(s) disagree beyond tolerance "
-                     f"(attention and sgemm {ATTENTION_TOL:g}, softmax {SOFTMAX_TOL:g}).")
-    else:
-        lines.append(f"All timed outputs agree (max |attnkern - ORT| / max |ORT| <= "
-                     f"{ATTENTION_TOL:g} attention and sgemm, {SOFTMAX_TOL:g} softmax).")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + agreement_lines(rows, "ORT")) + "\n"
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    args = parse_args(argv)
+    args = parse_peer_args(argv, "attnkern vs ONNX Runtime's CPU kernels, same process.")
     np, onnx, ort, attnkern, ak = import_peers(args.lib)
-    args_line = " ".join(shlex.quote(a) for a in [sys.executable, sys.argv[0]] + argv)
-    if os.environ.get("AK_LIBRARY"):
-        args_line = f"AK_LIBRARY={shlex.quote(os.environ['AK_LIBRARY'])} {args_line}"
-    header = header_lines(np, onnx, ort, ak, args_line)
+    header = header_lines(np, onnx, ort, ak, command_line(argv))
     progress("\n".join(header))
     rows = run_all(np, onnx, ort, ak, attnkern, args)
-    text = report(header, rows, args.threads)
-    print(text, end="", flush=True)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-        progress(f"wrote {args.out}")
+    emit_report(report(header, rows, args.threads), args.out)
     return 1 if any(not r["ok"] for r in rows) else 0
 
 

@@ -6,12 +6,33 @@ timed in turns in one process, on the same input buffers."""
 import argparse
 import math
 import os
+import shlex
 import statistics
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BINDING_DIR = os.path.join(HERE, "..", "capi", "examples", "python")
+
+ATTENTION_TOL = 1e-4  # max |attnkern - peer| / max |peer|, attention and sgemm
+SOFTMAX_TOL = 1e-5
+SEED = 20240611
+
+TABLES = {
+    # table: (title, leading column names, unit)
+    "prefill": ("Prefill (8 heads, batch 1): GFLOP/s of useful work",
+                ["d", "L", "mask"], "GFLOP/s"),
+    "encoder": ("Encoder (short sequences over a batch and many heads, no mask): GFLOP/s",
+                ["batch", "heads", "d", "L"], "GFLOP/s"),
+    "decode": ("Decode (q_len 1, head_dim 128, no mask): GB/s of K and V read once",
+               ["heads/kv heads", "kv_len"], "GB/s"),
+    "verify": ("A few queries per step (head_dim 128, causal bottom-right): GFLOP/s of "
+               "useful work", ["heads/kv heads", "q_len", "kv_len"], "GFLOP/s"),
+    "softmax": ("Softmax over the last axis: GB/s of one read and one write",
+                ["shape"], "GB/s"),
+    "sgemm": ("SGEMM (C = A B or A B^T): GFLOP/s, 2mnk per call",
+              ["m×n×k", "op"], "GFLOP/s"),
+}
 
 # The pause before each sample, letting the other runtime's spinning threads
 # go to sleep (libgomp's default spin is well under this; so is ONNX Runtime's
@@ -36,6 +57,74 @@ def positive_int(text):
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1: {text!r}")
     return value
+
+
+def parse_peer_args(argv, description):
+    """The options both scripts take; args.tables becomes a set of TABLES' keys."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--threads", type=parse_threads, default=parse_threads("1,2"),
+                   help="comma list of thread counts (default 1,2)")
+    p.add_argument("--reps", type=positive_int, default=5,
+                   help="timed samples per implementation; the median is reported "
+                        "(default 5)")
+    p.add_argument("--min-time", type=float, default=0.2,
+                   help="seconds of calls per sample (default 0.2)")
+    p.add_argument("--lib", default=None,
+                   help="path to libattnkern (default: $AK_LIBRARY, else the system's)")
+    p.add_argument("--out", default=None, help="also write the Markdown report here")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer shapes: L = 1024 only, kv_len = 8192 only, three products")
+    p.add_argument("--tables", default=",".join(TABLES),
+                   help=f"comma list of the tables to run (default {','.join(TABLES)})")
+    args = p.parse_args(argv)
+    args.tables = set(t.strip() for t in args.tables.split(",") if t.strip())
+    unknown = args.tables - set(TABLES)
+    if unknown or not args.tables:
+        p.error(f"--tables takes {', '.join(TABLES)}, not {sorted(unknown) or 'nothing'}")
+    return args
+
+
+def peer_shapes(quick):
+    """The cases both scripts run, per table, in report order."""
+    lengths = [1024] if quick else [1024, 4096]
+    kv_lengths = [8192] if quick else [8192, 32768]
+    gemms = [(512, 512, 512, False), (1024, 1024, 1024, False), (1024, 1024, 1024, True)]
+    if not quick:
+        gemms += [(2048, 2048, 2048, False), (4096, 4096, 128, True), (4096, 128, 4096, False)]
+    return {
+        "prefill": [(d, L, causal) for d in (64, 128) for L in lengths for causal in (False, True)],
+        "encoder": [(8, 12, 128), (8, 12, 197), (4, 16, 384)],  # batch, heads, L (d 64)
+        "decode": [(kv_len, kv_heads) for kv_len in kv_lengths for kv_heads in (32, 8)],
+        "verify": [4, 8],  # q_len, over kv_len 4096
+        "softmax": [(1024, 1024), (4096, 4096), (16, 32768)],
+        "sgemm": gemms,  # m, n, k, trans_b
+    }
+
+
+def command_line(argv):
+    """How this run was started, for the report's header."""
+    line = " ".join(shlex.quote(a) for a in [sys.executable, sys.argv[0]] + argv)
+    if os.environ.get("AK_LIBRARY"):
+        line = f"AK_LIBRARY={shlex.quote(os.environ['AK_LIBRARY'])} {line}"
+    return line
+
+
+def agreement_lines(rows, peer):
+    """The report's closing line on the agreement checks (rows with 'ok')."""
+    failed = [r for r in rows if not r["ok"]]
+    if failed:
+        return [f"**FAIL**: {len(failed)} row(s) disagree beyond tolerance "
+                f"(attention and sgemm {ATTENTION_TOL:g}, softmax {SOFTMAX_TOL:g})."]
+    return [f"All timed outputs agree (max |attnkern - {peer}| / max |{peer}| <= "
+            f"{ATTENTION_TOL:g} attention and sgemm, {SOFTMAX_TOL:g} softmax)."]
+
+
+def emit_report(text, out):
+    print(text, end="", flush=True)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+        progress(f"wrote {out}")
 
 
 def load_attnkern(lib_path, script):
@@ -67,6 +156,28 @@ def usable_cpus():
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return "n/a"
+
+
+# --------------------------------------------------------------------- cases
+class CaseBase:
+    """One shape: its table, the row's leading cells, the work per call (flops
+    or bytes), attnkern's call (returning its output; its closure holds the
+    input buffers) and the agreement tolerance."""
+
+    def __init__(self, table, cells, work, run_ak, tol):
+        self.table = table
+        self.cells = cells
+        self.work = work
+        self.run_ak = run_ak
+        self.tol = tol
+
+    @property
+    def label(self):
+        return f"{self.table} " + " ".join(str(c) for c in self.cells)
+
+
+def randn(np, rng, shape):
+    return rng.standard_normal(shape, dtype=np.float32)
 
 
 # -------------------------------------------------------------------- timing

@@ -71,47 +71,15 @@ from --lib, else $AK_LIBRARY, else the system's search path. Progress goes to
 stderr, the Markdown report to stdout (and to --out).
 """
 
-import argparse
 import datetime
 import os
-import shlex
 import sys
 import time
 
-from peer_common import (SWITCH_PAUSE_S, cpu_model, fmt_row, geomean, load_attnkern,
-                         median_times, parse_threads, positive_int, progress, rel_diff,
-                         usable_cpus)
-
-ATTENTION_TOL = 1e-4
-SOFTMAX_TOL = 1e-5
-SEED = 20240611
-
-
-# ----------------------------------------------------------------- arguments
-def parse_args(argv):
-    p = argparse.ArgumentParser(
-        description="attnkern vs PyTorch CPU attention and softmax, same process.")
-    p.add_argument("--threads", type=parse_threads, default=parse_threads("1,2"),
-                   help="comma list of thread counts (default 1,2)")
-    p.add_argument("--reps", type=positive_int, default=5,
-                   help="timed samples per implementation; the median is reported "
-                        "(default 5)")
-    p.add_argument("--min-time", type=float, default=0.2,
-                   help="seconds of calls per sample (default 0.2)")
-    p.add_argument("--lib", default=None,
-                   help="path to libattnkern (default: $AK_LIBRARY, else the system's)")
-    p.add_argument("--out", default=None, help="also write the Markdown report here")
-    p.add_argument("--quick", action="store_true",
-                   help="fewer shapes: L = 1024 only, kv_len = 8192 only")
-    p.add_argument("--tables", default="prefill,encoder,decode,verify,softmax,sgemm",
-                   help="comma list of the tables to run "
-                        "(default prefill,encoder,decode,verify,softmax,sgemm)")
-    args = p.parse_args(argv)
-    args.tables = set(t.strip() for t in args.tables.split(",") if t.strip())
-    unknown = args.tables - set(TABLES)
-    if unknown or not args.tables:
-        p.error(f"--tables takes {', '.join(TABLES)}, not {sorted(unknown) or 'nothing'}")
-    return args
+from peer_common import (ATTENTION_TOL, SEED, CaseBase, SOFTMAX_TOL, SWITCH_PAUSE_S, TABLES,
+                         agreement_lines, command_line, cpu_model, emit_report, fmt_row,
+                         geomean, load_attnkern, median_times, parse_peer_args, peer_shapes,
+                         progress, randn, rel_diff, usable_cpus)
 
 
 # ------------------------------------------------------------------- imports
@@ -187,27 +155,14 @@ def header_lines(np, torch, ak, args_line):
 
 
 # --------------------------------------------------------------------- cases
-class Case:
-    """One shape: cells (the row's leading columns), work per call (flops or
-    bytes), two callables returning their outputs (their closures hold the
-    shared input buffers), the tolerance and the torch call used."""
+class Case(CaseBase):
+    """A shape (CaseBase), torch's call (returning its output) and which torch
+    call that is, for the report."""
 
     def __init__(self, table, cells, work, run_ak, run_torch, tol, torch_call=""):
-        self.table = table
-        self.cells = cells
-        self.work = work
-        self.run_ak = run_ak
+        super().__init__(table, cells, work, run_ak, tol)
         self.run_torch = run_torch
-        self.tol = tol
         self.torch_call = torch_call
-
-    @property
-    def label(self):
-        return f"{self.table} " + " ".join(str(c) for c in self.cells)
-
-
-def randn(np, rng, shape):
-    return rng.standard_normal(shape, dtype=np.float32)
 
 
 def prefill_case(np, torch, ak, attnkern, rng, d, L, causal):
@@ -395,36 +350,20 @@ def case_builders(np, torch, ak, attnkern, quick):
     so only one case's buffers (up to ~1 GiB for decode at 32768) live at a
     time."""
     rng = np.random.default_rng(SEED)
-    lengths = [1024] if quick else [1024, 4096]
-    kv_lengths = [8192] if quick else [8192, 32768]
+    shapes = peer_shapes(quick)
     has_gqa = sdpa_has_enable_gqa(torch)
     use_out = softmax_out_works(torch)
-    builders = []
-    for d in (64, 128):
-        for L in lengths:
-            for causal in (False, True):
-                builders.append(("prefill", lambda d=d, L=L, c=causal:
-                                prefill_case(np, torch, ak, attnkern, rng, d, L, c)))
-    for batch, heads, L in ((8, 12, 128), (8, 12, 197), (4, 16, 384)):
-        builders.append(("encoder", lambda b=batch, h=heads, L=L:
-                         encoder_case(np, torch, ak, rng, b, h, L)))
-    for kv_len in kv_lengths:
-        for kv_heads in (32, 8):
-            builders.append(("decode", lambda n=kv_len, h=kv_heads:
-                             decode_case(np, torch, ak, rng, n, h, has_gqa)))
-    for q_len in (4, 8):
-        builders.append(("verify", lambda q=q_len:
-                         verify_case(np, torch, ak, attnkern, rng, q, 4096, has_gqa)))
-    for rows, cols in ((1024, 1024), (4096, 4096), (16, 32768)):
-        builders.append(("softmax", lambda r=rows, c=cols:
-                         softmax_case(np, torch, ak, rng, r, c, use_out)))
-    gemms = [(512, 512, 512, False), (1024, 1024, 1024, False), (1024, 1024, 1024, True)]
-    if not quick:
-        gemms += [(2048, 2048, 2048, False), (4096, 4096, 128, True), (4096, 128, 4096, False)]
-    for m, n, k, tb in gemms:
-        builders.append(("sgemm", lambda m=m, n=n, k=k, tb=tb:
-                         sgemm_case(np, torch, ak, rng, m, n, k, tb)))
-    return builders
+    build = {
+        "prefill": lambda d, L, causal: prefill_case(np, torch, ak, attnkern, rng, d, L, causal),
+        "encoder": lambda b, h, L: encoder_case(np, torch, ak, rng, b, h, L),
+        "decode": lambda kv_len, kv_heads: decode_case(np, torch, ak, rng, kv_len, kv_heads,
+                                                       has_gqa),
+        "verify": lambda q_len: verify_case(np, torch, ak, attnkern, rng, q_len, 4096, has_gqa),
+        "softmax": lambda rows, cols: softmax_case(np, torch, ak, rng, rows, cols, use_out),
+        "sgemm": lambda m, n, k, tb: sgemm_case(np, torch, ak, rng, m, n, k, tb),
+    }
+    return [(table, lambda t=table, c=case: build[t](*(c if isinstance(c, tuple) else (c,))))
+            for table in TABLES for case in shapes[table]]
 
 
 # ------------------------------------------------------------------ measuring
@@ -473,23 +412,6 @@ def run_all(np, torch, ak, attnkern, args):
 
 
 # -------------------------------------------------------------------- report
-TABLES = {
-    # table: (title, leading column names, unit)
-    "prefill": ("Prefill (8 heads, batch 1): GFLOP/s of useful work",
-                ["d", "L", "mask"], "GFLOP/s"),
-    "encoder": ("Encoder (short sequences over a batch and many heads, no mask): GFLOP/s",
-                ["batch", "heads", "d", "L"], "GFLOP/s"),
-    "decode": ("Decode (q_len 1, head_dim 128, no mask): GB/s of K and V read once",
-               ["heads/kv heads", "kv_len"], "GB/s"),
-    "verify": ("A few queries per step (head_dim 128, causal bottom-right): GFLOP/s of "
-               "useful work", ["heads/kv heads", "q_len", "kv_len"], "GFLOP/s"),
-    "softmax": ("Softmax over the last axis: GB/s of one read and one write",
-                ["shape"], "GB/s"),
-    "sgemm": ("SGEMM (C = A B or A B^T): GFLOP/s, 2mnk per call",
-              ["m×n×k", "op"], "GFLOP/s"),
-}
-
-
 def table_lines(name, rows, thread_counts):
     title, lead, unit = TABLES[name]
     rows = [r for r in rows if r["table"] == name]
@@ -527,39 +449,22 @@ def report(header, rows, thread_counts):
     lines = header + [""]
     for name in TABLES:
         lines += table_lines(name, rows, thread_counts)
-    failed = [r for r in rows if not r["ok"]]
-    if failed:
-        lines.append(f"**FAIL**: {len(failed)} row(s) disagree beyond tolerance "
-                     f"(attention and sgemm {ATTENTION_TOL:g}, softmax {SOFTMAX_TOL:g}).")
-    else:
-        lines.append(f"All outputs agree (max |attnkern - torch| / max |torch| <= "
-                     f"{ATTENTION_TOL:g} attention and sgemm, {SOFTMAX_TOL:g} softmax).")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + agreement_lines(rows, "torch")) + "\n"
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    args = parse_args(argv)
+    args = parse_peer_args(argv, "attnkern vs PyTorch CPU attention and softmax, same process.")
     np, torch, attnkern, ak = import_peers(args.lib)
-    args_line = " ".join(shlex.quote(a) for a in [sys.executable, sys.argv[0]] + argv)
-    if os.environ.get("AK_LIBRARY"):
-        args_line = f"AK_LIBRARY={shlex.quote(os.environ['AK_LIBRARY'])} {args_line}"
-    header = header_lines(np, torch, ak, args_line)
+    header = header_lines(np, torch, ak, command_line(argv))
     progress("\n".join(header))
     rows = run_all(np, torch, ak, attnkern, args)
-    text = report(header, rows, args.threads)
-    print(text, end="", flush=True)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-        progress(f"wrote {args.out}")
+    emit_report(report(header, rows, args.threads), args.out)
     failed = [r for r in rows if not r["ok"]]
-    if failed:
-        for r in failed:
-            progress(f"FAIL {r['table']} {' '.join(map(str, r['cells']))} "
-                     f"threads {r['threads']}: max rel diff {r['err']:.3g}")
-        return 1
-    return 0
+    for r in failed:
+        progress(f"FAIL {r['table']} {' '.join(map(str, r['cells']))} "
+                 f"threads {r['threads']}: max rel diff {r['err']:.3g}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
