@@ -270,20 +270,21 @@ def sgemm_case(np, onnx, ak, rng, m, n, k, trans_b):
                 ATTENTION_TOL)
 
 
-def case_builders(np, onnx, ak, attnkern, quick):
+def case_builders(np, onnx, ak, attnkern, quick, tiny=False):
     """(table, build()) per case in report order; build() allocates the inputs,
     so only one case's buffers (up to ~1 GiB for decode at 32768) live at once."""
     rng = np.random.default_rng(SEED)
-    shapes = peer_shapes(quick)
+    shapes = peer_shapes(quick, tiny)
     build = {
         "prefill": lambda d, L, causal: prefill_case(np, onnx, ak, attnkern, rng, d, L, causal),
         "encoder": lambda b, h, L: encoder_case(np, onnx, ak, rng, b, h, L),
         "decode": lambda kv_len, kv_heads: decode_case(np, onnx, ak, rng, kv_len, kv_heads),
-        "verify": lambda q_len: verify_case(np, onnx, ak, attnkern, rng, q_len, 4096),
+        "verify": lambda q_len, kv_len: verify_case(np, onnx, ak, attnkern, rng, q_len,
+                                                      kv_len),
         "softmax": lambda rows, cols: softmax_case(np, onnx, ak, rng, rows, cols),
         "sgemm": lambda m, n, k, tb: sgemm_case(np, onnx, ak, rng, m, n, k, tb),
     }
-    return [(table, lambda t=table, c=case: build[t](*(c if isinstance(c, tuple) else (c,))))
+    return [(table, lambda t=table, c=case: build[t](*c))
             for table in TABLES for case in shapes[table]]
 
 
@@ -325,7 +326,7 @@ def measure(np, ort, ak, case, peer, t, reps, min_time):
 
 def run_all(np, onnx, ort, ak, attnkern, args):
     rows = []
-    for table, build in case_builders(np, onnx, ak, attnkern, args.quick):
+    for table, build in case_builders(np, onnx, ak, attnkern, args.quick, args.tiny):
         if table not in args.tables:
             continue
         case = build()

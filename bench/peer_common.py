@@ -74,6 +74,8 @@ def parse_peer_args(argv, description):
     p.add_argument("--out", default=None, help="also write the Markdown report here")
     p.add_argument("--quick", action="store_true",
                    help="fewer shapes: L = 1024 only, kv_len = 8192 only, three products")
+    p.add_argument("--tiny", action="store_true",
+                   help="odd small shapes in every table, for tests of the script itself")
     p.add_argument("--tables", default=",".join(TABLES),
                    help=f"comma list of the tables to run (default {','.join(TABLES)})")
     args = p.parse_args(argv)
@@ -84,8 +86,18 @@ def parse_peer_args(argv, description):
     return args
 
 
-def peer_shapes(quick):
-    """The cases both scripts run, per table, in report order."""
+def peer_shapes(quick, tiny=False):
+    """The cases both scripts run, per table, in report order. tiny: a few odd
+    small shapes per table (a test's: seconds, not minutes)."""
+    if tiny:
+        return {
+            "prefill": [(64, 77, False), (128, 77, True)],
+            "encoder": [(2, 3, 33)],
+            "decode": [(300, 32), (300, 8)],
+            "verify": [(4, 300)],
+            "softmax": [(33, 65), (3, 1000)],
+            "sgemm": [(65, 33, 17, False), (65, 33, 17, True)],
+        }
     lengths = [1024] if quick else [1024, 4096]
     kv_lengths = [8192] if quick else [8192, 32768]
     gemms = [(512, 512, 512, False), (1024, 1024, 1024, False), (1024, 1024, 1024, True)]
@@ -95,7 +107,7 @@ def peer_shapes(quick):
         "prefill": [(d, L, causal) for d in (64, 128) for L in lengths for causal in (False, True)],
         "encoder": [(8, 12, 128), (8, 12, 197), (4, 16, 384)],  # batch, heads, L (d 64)
         "decode": [(kv_len, kv_heads) for kv_len in kv_lengths for kv_heads in (32, 8)],
-        "verify": [4, 8],  # q_len, over kv_len 4096
+        "verify": [(4, 4096), (8, 4096)],  # q_len, kv_len
         "softmax": [(1024, 1024), (4096, 4096), (16, 32768)],
         "sgemm": gemms,  # m, n, k, trans_b
     }

@@ -345,12 +345,12 @@ def sgemm_case(np, torch, ak, rng, m, n, k, trans_b):
                 run_ak, run_torch, ATTENTION_TOL, "torch.matmul(a, b, out=c)")
 
 
-def case_builders(np, torch, ak, attnkern, quick):
+def case_builders(np, torch, ak, attnkern, quick, tiny=False):
     """One (table, build()) per case, in report order; build() allocates the inputs,
     so only one case's buffers (up to ~1 GiB for decode at 32768) live at a
     time."""
     rng = np.random.default_rng(SEED)
-    shapes = peer_shapes(quick)
+    shapes = peer_shapes(quick, tiny)
     has_gqa = sdpa_has_enable_gqa(torch)
     use_out = softmax_out_works(torch)
     build = {
@@ -358,11 +358,12 @@ def case_builders(np, torch, ak, attnkern, quick):
         "encoder": lambda b, h, L: encoder_case(np, torch, ak, rng, b, h, L),
         "decode": lambda kv_len, kv_heads: decode_case(np, torch, ak, rng, kv_len, kv_heads,
                                                        has_gqa),
-        "verify": lambda q_len: verify_case(np, torch, ak, attnkern, rng, q_len, 4096, has_gqa),
+        "verify": lambda q_len, kv_len: verify_case(np, torch, ak, attnkern, rng, q_len,
+                                                      kv_len, has_gqa),
         "softmax": lambda rows, cols: softmax_case(np, torch, ak, rng, rows, cols, use_out),
         "sgemm": lambda m, n, k, tb: sgemm_case(np, torch, ak, rng, m, n, k, tb),
     }
-    return [(table, lambda t=table, c=case: build[t](*(c if isinstance(c, tuple) else (c,))))
+    return [(table, lambda t=table, c=case: build[t](*c))
             for table in TABLES for case in shapes[table]]
 
 
@@ -401,7 +402,7 @@ def measure(np, torch, ak, case, t, reps, min_time):
 def run_all(np, torch, ak, attnkern, args):
     rows = []
     with torch.no_grad():
-        for table, build in case_builders(np, torch, ak, attnkern, args.quick):
+        for table, build in case_builders(np, torch, ak, attnkern, args.quick, args.tiny):
             if table not in args.tables:
                 continue
             case = build()

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Runs bench/torch_peer.py and bench/ort_peer.py against the numpy stand-ins
+in peer_stubs/ (float64 versions of the peers' operations), on the real
+attnkern ($AK_LIBRARY): their cases, bindings, agreement checks and reports.
+
+For each script: every table is reported, every row agrees with the
+stand-in and the exit status is 0; and with the stand-ins perturbed by 1 %
+(AK_PEER_STUB_PERTURB=1) the script reports FAIL and exits 1. ort_peer.py
+needs onnx (Debian: python3-onnx, which scripts/install-deps.sh installs);
+without it that script is reported as skipped.
+"""
+
+import os
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.join(HERE, "..", "..", "bench")
+STUBS = os.path.join(HERE, "peer_stubs")
+TITLES = ["## Prefill", "## Encoder", "## Decode", "## A few queries per step",
+          "## Softmax", "## SGEMM"]
+# Every table, on a few odd small shapes (--tiny).
+ARGS = ["--tiny", "--reps", "1", "--min-time", "0.001", "--threads", "1,2"]
+
+
+def run_script(name, perturb=False):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = STUBS + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["AK_PEER_STUB_PERTURB"] = "1" if perturb else "0"
+    return subprocess.run([sys.executable, os.path.join(BENCH, name)] + ARGS, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=600)
+
+
+def have_onnx():
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class PeerScripts(unittest.TestCase):
+    def check_agrees(self, name, peer):
+        r = run_script(name)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        for title in TITLES:
+            self.assertIn(title, r.stdout)
+        self.assertIn(f"All timed outputs agree (max |attnkern - {peer}|", r.stdout)
+        self.assertNotIn("FAIL", r.stdout)
+        self.assertNotIn("refused", r.stdout)
+
+    def check_reports_disagreement(self, name):
+        r = run_script(name, perturb=True)
+        self.assertEqual(r.returncode, 1, r.stderr[-3000:])
+        self.assertIn("**FAIL**", r.stdout)
+
+    def test_torch_peer_agrees(self):
+        self.check_agrees("torch_peer.py", "torch")
+
+    def test_torch_peer_reports_disagreement(self):
+        self.check_reports_disagreement("torch_peer.py")
+
+    @unittest.skipUnless(have_onnx(), "onnx is not installed (Debian: python3-onnx)")
+    def test_ort_peer_agrees(self):
+        self.check_agrees("ort_peer.py", "ORT")
+
+    @unittest.skipUnless(have_onnx(), "onnx is not installed (Debian: python3-onnx)")
+    def test_ort_peer_reports_disagreement(self):
+        self.check_reports_disagreement("ort_peer.py")
+
+
+if __name__ == "__main__":
+    if not os.environ.get("AK_LIBRARY"):
+        sys.exit("test_peer_scripts.py: set AK_LIBRARY to libattnkern's path")
+    unittest.main(verbosity=2)
