@@ -22,7 +22,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -51,21 +50,6 @@ inline KeyRange visible_keys(const AttentionArgs &a, std::int64_t n, std::int64_
   std::int64_t lo = a.window_left >= 0 ? d - a.window_left : 0;
   lo = min64(max64(lo, 0), n);
   return {lo, min64(max64(hi, lo), n)};
-}
-
-// Whether no entry is Inf or NaN: an exponent field of all ones, tested on
-// the bits with a branch-free OR that the compiler vectorizes, since it
-// runs on every finished row (8 heads, L = 1024, d 64 and 128, 1 thread:
-// within +-1 % of the build without the check, A/B medians of 31).
-inline bool all_finite(const float *x, std::int64_t n) {
-  constexpr std::uint32_t kExp = 0x7f800000u;
-  std::uint32_t non_finite = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::uint32_t bits;
-    std::memcpy(&bits, x + i, sizeof bits);
-    non_finite |= static_cast<std::uint32_t>((bits & kExp) == kExp);
-  }
-  return non_finite == 0;
 }
 
 // Outputs are weighted means of v's rows, so with finite inputs and finite
@@ -899,7 +883,7 @@ private:
       }
       const float vm = V::reduce_max(vmax);
       m_blk = vm > m_blk ? vm : m_blk;
-      nan = nan || vm != vm || V::reduce_max(probe) > 0.0f;
+      nan = nan || vm != vm || V::any_lt(V::zero(), probe); // a lane that saw a NaN
     }
     const float m_old = st_.m[r];
     float m_new = m_blk > m_old ? m_blk : m_old;
@@ -926,10 +910,15 @@ private:
       sum = V::add(sum, pj);
     }
     for (; j < bk_vec; j += W) V::storeu(s + j, V::zero());
-    const float corr = m_old == m_new ? 1.0f : std::exp(m_old - shift);
+    // A row's first keys (m_old = -inf, so far weight 0 everywhere): corr is
+    // exp(-inf) = 0, and l and the accumulator hold zeros (+0: every weight
+    // was exactly 0, and a non-finite v never entered, exact_pv), which a
+    // factor of 0 leaves as they are. A NaN row still takes exp(NaN).
+    const bool first = m_old == ninf && m_new == m_new;
+    const float corr = m_old == m_new ? 1.0f : first ? 0.0f : std::exp(m_old - shift);
     st_.l[r] = st_.l[r] * corr + V::reduce_add(sum);
     st_.m[r] = m_new;
-    if (corr != 1.0f) {
+    if (corr != 1.0f && !first) {
       float *acc = st_.acc + r * p_.dv_pad;
       const reg vc = V::set1(corr);
       for (std::int64_t d = 0; d < p_.dv_pad; d += W)
@@ -960,8 +949,10 @@ private:
     for (std::int64_t r = 0; r < rows_; ++r) {
       float *out = a_.out + b_ * a_.o_strides[0] + head_of(r) * a_.o_strides[1] +
                    query_of(r) * a_.o_strides[2];
-      const float lse = finish_row(st_.m[r], st_.l[r], st_.acc + r * p_.dv_pad, a_.dv, out);
-      if (std::isfinite(lse) && !all_finite(out, a_.dv))
+      bool finite;
+      const float lse =
+          finish_row(st_.m[r], st_.l[r], st_.acc + r * p_.dv_pad, a_.dv, out, &finite);
+      if (std::isfinite(lse) && !finite)
         recompute_overflowed_entries(a_, b_, head_of(r), query_of(r), st_.m[r], out);
       if (a_.lse) a_.lse[(b_ * a_.heads + head_of(r)) * a_.q_len + query_of(r)] = lse;
       if (a_.probs) finish_probs(probs_row(r), a_.kv_len, lse, st_.l[r]);
@@ -983,12 +974,31 @@ public:
   // out = acc / l; returns lse = m + log l (-inf and zeros when l == 0).
   // A +inf score makes l (and so out) NaN, but the log-sum-exp itself is
   // +inf, as in the float64 definition.
-  static float finish_row(float m, float l, const float *acc, std::int64_t dv, float *out) {
+  // *finite: whether every entry of out is finite, judged on the quotients
+  // in registers (q - q is 0 for a finite q, NaN for Inf and NaN) rather than
+  // by reading out back: those loads waited on the stores just issued, and
+  // held a third of the item's own time outside the GEMM kernels at L = 128.
+  static float finish_row(float m, float l, const float *acc, std::int64_t dv, float *out,
+                          bool *finite) {
+    *finite = true;
     if (l == 0.0f) {
       for (std::int64_t d = 0; d < dv; ++d) out[d] = 0.0f;
       return -std::numeric_limits<float>::infinity();
     }
-    for (std::int64_t d = 0; d < dv; ++d) out[d] = acc[d] / l;
+    const reg vl = V::set1(l);
+    reg probe = V::zero();
+    std::int64_t d = 0;
+    for (; d + W <= dv; d += W) {
+      const reg q = V::div(V::loadu(acc + d), vl);
+      V::storeu(out + d, q);
+      probe = V::add(probe, V::sub(q, q));
+    }
+    bool tail_finite = true;
+    for (; d < dv; ++d) {
+      out[d] = acc[d] / l;
+      tail_finite = tail_finite && std::isfinite(out[d]);
+    }
+    *finite = tail_finite && V::reduce_add(probe) == 0.0f;
     return m == std::numeric_limits<float>::infinity() ? m : m + std::log(l);
   }
 
@@ -1057,9 +1067,9 @@ void merge_chunks(const AttentionArgs &a, const AttentionPlan<Cfg> &p, const flo
   const std::int64_t heads_q = a.heads * a.q_len;
   const std::int64_t b = row / heads_q, h = (row / a.q_len) % a.heads, i = row % a.q_len;
   float *out = a.out + b * a.o_strides[0] + h * a.o_strides[1] + i * a.o_strides[2];
-  const float lse = AttentionItem<V, Cfg>::finish_row(m, l, acc, a.dv, out);
-  if (std::isfinite(lse) && !all_finite(out, a.dv))
-    recompute_overflowed_entries(a, b, h, i, m, out);
+  bool finite;
+  const float lse = AttentionItem<V, Cfg>::finish_row(m, l, acc, a.dv, out, &finite);
+  if (std::isfinite(lse) && !finite) recompute_overflowed_entries(a, b, h, i, m, out);
   if (a.lse) a.lse[row] = lse;
   if (a.probs) AttentionItem<V, Cfg>::finish_probs(a.probs + row * a.kv_len, a.kv_len, lse, l);
 }
