@@ -976,8 +976,8 @@ public:
   // +inf, as in the float64 definition.
   // *finite: whether every entry of out is finite, judged on the quotients
   // in registers (q - q is 0 for a finite q, NaN for Inf and NaN) rather than
-  // by reading out back: those loads waited on the stores just issued, and
-  // held a third of the item's own time outside the GEMM kernels at L = 128.
+  // by reading out back right after the stores (with the first-keys shortcut
+  // in softmax_update, +1-3 % at L 128 and 197; bench/README, session 33).
   static float finish_row(float m, float l, const float *acc, std::int64_t dv, float *out,
                           bool *finite) {
     *finite = true;

@@ -2,6 +2,8 @@
 """Runs bench/torch_peer.py and bench/ort_peer.py against the numpy stand-ins
 in peer_stubs/ (float64 versions of the peers' operations), on the real
 attnkern ($AK_LIBRARY): their cases, bindings, agreement checks and reports.
+Also runs bench/ort_probe.py once on the stand-in, and bench/ab_builds.py
+with the library as both builds (every row must report equal bits).
 
 For each script: every table is reported, every row agrees with the
 stand-in and the exit status is 0; and with the stand-ins perturbed by 1 %
@@ -24,12 +26,12 @@ TITLES = ["## Prefill", "## Encoder", "## Decode", "## A few queries per step",
 ARGS = ["--tiny", "--reps", "1", "--min-time", "0.001", "--threads", "1,2"]
 
 
-def run_script(name, perturb=False):
+def run_script(name, perturb=False, args=ARGS):
     env = dict(os.environ)
     env["PYTHONPATH"] = STUBS + os.pathsep + env.get("PYTHONPATH", "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["AK_PEER_STUB_PERTURB"] = "1" if perturb else "0"
-    return subprocess.run([sys.executable, os.path.join(BENCH, name)] + ARGS, env=env,
+    return subprocess.run([sys.executable, os.path.join(BENCH, name)] + args, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True, timeout=600)
 
@@ -70,6 +72,24 @@ class PeerScripts(unittest.TestCase):
     @unittest.skipUnless(have_onnx(), "onnx is not installed (Debian: python3-onnx)")
     def test_ort_peer_reports_disagreement(self):
         self.check_reports_disagreement("ort_peer.py")
+
+    @unittest.skipUnless(have_onnx(), "onnx is not installed (Debian: python3-onnx)")
+    def test_ort_probe_runs(self):
+        r = run_script("ort_probe.py", args=["--threads", "1", "--reps", "1",
+                                             "--min-time", "0.001"])
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assertEqual(r.stdout.count("softmax "), 3, r.stdout)
+        self.assertEqual(r.stdout.count("encoder "), 2, r.stdout)
+
+    def test_ab_builds_same_library_same_bits(self):
+        lib = os.environ["AK_LIBRARY"]
+        r = run_script("ab_builds.py", args=[lib, lib, "--cases", "attention,skinny",
+                                             "--reps", "1", "--min-time", "0.001"])
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        lines = r.stdout.strip().splitlines()
+        self.assertEqual(len(lines), 8, r.stdout)
+        for line in lines:
+            self.assertTrue(line.endswith("max |A - B| 0"), line)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""A/B of two libattnkern builds in one process: the same calls on the same
+buffers, samples alternating between the builds, medians reported as B / A.
+
+    python3 bench/ab_builds.py A/libattnkern.so.1 B/libattnkern.so.1 --threads 1,2
+    python3 bench/ab_builds.py A.so B.so --cases skinny --reps 9
+
+Each library file is loaded as its own copy (ctypes loads a path, and two
+files are two objects even with the same soname), so a change can be timed
+against the build before it without a second process and its drift. Give A
+and B distinct files (copy the build before the change aside first). Run it
+with A and B the same file to see the harness's own spread (an A/A run).
+
+Cases (--cases, a comma list):
+  attention  ak_attention: encoder shapes (batch x heads x L, d 64: 8 x 12 x
+             128, 8 x 12 x 197, 4 x 16 x 384) and prefill (8 heads, L 1024,
+             d 64; d 128 causal). GFLOP/s count 2*L*L*2d per head, halved
+             for causal.
+  skinny     ak_sgemm NN, m = 4, 2, 8 rows x a 4096 x 4096 B (decode
+             projections). GB/s count B read once.
+
+The outputs of A and B are compared (max |A - B|, printed: 0 where a change
+keeps the bits). A sample is the mean time per call over >= --min-time
+seconds; --reps samples of each build, A then B, with a short pause before
+each (peer_common.py).
+"""
+
+import argparse
+import statistics
+import sys
+import time
+
+from peer_common import load_attnkern, parse_threads, positive_int, time_sample
+
+PAUSE_S = 0.02
+
+
+def attention_cases(np, attnkern, rng):
+    shapes = [(8, 12, 128, 64, False), (8, 12, 197, 64, False), (4, 16, 384, 64, False),
+              (1, 8, 1024, 64, False), (1, 8, 1024, 128, True)]
+    for b, h, L, d, causal in shapes:
+        q, k, v = (rng.standard_normal((b, h, L, d), dtype=np.float32) for _ in range(3))
+        mask = attnkern.Mask.CAUSAL_TOP_LEFT if causal else attnkern.Mask.NONE
+        flops = b * h * 2.0 * L * L * 2 * d * (0.5 if causal else 1.0)
+        label = f"attention b{b} h{h} L{L} d{d}{' causal' if causal else ''}"
+
+        def call(lib, out, q=q, k=k, v=v, mask=mask):
+            return lib.attention(q, k, v, mask=mask, out=out)
+
+        yield label, call, np.empty_like(q), flops, "GFLOP/s"
+
+
+def skinny_cases(np, attnkern, rng):
+    w = rng.standard_normal((4096, 4096), dtype=np.float32)
+    for m in (4, 2, 8):
+        a = rng.standard_normal((m, 4096), dtype=np.float32)
+
+        def call(lib, out, a=a):
+            return lib.sgemm(a, w, out=out)
+
+        yield f"skinny NN m {m} x 4096 x 4096", call, np.empty((m, 4096), np.float32), \
+            w.nbytes, "GB/s"
+
+
+CASES = {"attention": attention_cases, "skinny": skinny_cases}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="A/B of two libattnkern builds, one process.")
+    p.add_argument("lib_a")
+    p.add_argument("lib_b")
+    p.add_argument("--threads", type=parse_threads, default=parse_threads("1"))
+    p.add_argument("--reps", type=positive_int, default=7)
+    p.add_argument("--min-time", type=float, default=0.15)
+    p.add_argument("--cases", default="attention")
+    args = p.parse_args(argv)
+    cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    if not cases or set(cases) - set(CASES):
+        p.error(f"--cases takes {', '.join(CASES)}")
+    import numpy as np
+    attnkern, lib_a = load_attnkern(args.lib_a, "ab_builds.py")
+    _, lib_b = load_attnkern(args.lib_b, "ab_builds.py")
+    rng = np.random.default_rng(3)
+    for name in cases:
+        for label, call, out, work, unit in CASES[name](np, attnkern, rng):
+            out_b = np.empty_like(out)
+            for t in args.threads:
+                lib_a.set_num_threads(t)
+                lib_b.set_num_threads(t)
+                fa, fb = (lambda: call(lib_a, out)), (lambda: call(lib_b, out_b))
+                fa(), fb()
+                diff = float(np.max(np.abs(out.astype(np.float64) - out_b)))
+                sa, sb = [], []
+                for _ in range(args.reps):
+                    time.sleep(PAUSE_S)
+                    sa.append(time_sample(fa, args.min_time))
+                    time.sleep(PAUSE_S)
+                    sb.append(time_sample(fb, args.min_time))
+                ta, tb = statistics.median(sa), statistics.median(sb)
+                print(f"{label}, {t} thr: A {work / ta / 1e9:7.1f} B {work / tb / 1e9:7.1f} "
+                      f"{unit}  B/A {ta / tb:.3f}  max |A - B| {diff:.2g}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
