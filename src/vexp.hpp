@@ -48,12 +48,12 @@ template <class V> constexpr bool exp_in_double() {
 // (truncation below 2.1e-10 relative, at most 0.0035 ulp of a float, so
 // within 0.504 ulp after the one rounding to float; degree 7's 5.6e-9 would
 // add 0.05 ulp) by Estrin's scheme (a third of Horner's latency), times 2^n
-// built from n's bits (n in [-159, 145], a normal double).
+// built from n's bits (n in [-260, 145], a normal double).
 constexpr double kExpShifter = 6755399441055744.0; // 1.5 * 2^52
 constexpr double kLog2e = 1.4426950408889634, kLn2Hi = 0.693147180369123816490,
                  kLn2Lo = 1.90821492927058770002e-10;
 
-// exp(d) for a double d in [-110, 100] or NaN (which flows through the
+// exp(d) for a double d in [-180, 100] or NaN (which flows through the
 // arithmetic to a NaN result): one lane of exp_pd_sse2.
 inline double exp_double(double d) {
   const double t = d * kLog2e + kExpShifter;
@@ -77,7 +77,7 @@ inline double exp_double(double d) {
 // arguments softmax meets; otherwise off by 2^-53 of it) and rounded to
 // float once. Clamp: any a and b, the difference first clamped to where
 // the float result is 0 or +inf (a NaN passes both tests); without, a - b
-// must lie in [-110, 100].
+// must lie in [-180, 100] (softmax floors reach -176).
 template <bool Clamp> inline float exp_diff_double(float a, float b) {
   double d = static_cast<double>(a) - static_cast<double>(b);
   if (Clamp) d = d < -110.0 ? -110.0 : d > 100.0 ? 100.0 : d;
@@ -85,7 +85,7 @@ template <bool Clamp> inline float exp_diff_double(float a, float b) {
 }
 
 #if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
-// exp(d) for two doubles d in [-110, 100] or NaN: exp_double's steps, two
+// exp(d) for two doubles d in [-180, 100] or NaN: exp_double's steps, two
 // lanes at a time.
 inline __m128d exp_pd_sse2(__m128d d) {
   const __m128d shifter = _mm_set1_pd(kExpShifter);
@@ -111,7 +111,7 @@ inline __m128d exp_pd_sse2(__m128d d) {
 // arguments softmax meets; otherwise off by 2^-53 of it) and rounded to
 // float once. Clamp: any a and b, the difference first clamped to where
 // the float result is 0 or +inf (maxpd and minpd return their second
-// operand, d, when it is NaN); without, a - b must lie in [-110, 100].
+// operand, d, when it is NaN); without, a - b must lie in [-180, 100].
 template <bool Clamp> inline __m128 exp_diff_ps_sse2(__m128 a, __m128 b) {
   const auto half = [](__m128 x, __m128 y) {
     __m128d d = _mm_sub_pd(_mm_cvtps_pd(x), _mm_cvtps_pd(y));
@@ -150,18 +150,50 @@ template <class V> inline typename V::reg vexp_poly(typename V::reg r) {
   return V::add(V::set1(1.0f), V::fmadd(p, V::mul(r, r), r));
 }
 
+// Where exp rounds to 0 (arguments below -104, and -inf above all: masked
+// keys, padding lanes, softmax rows' masked entries), computing it through
+// underflows in the scaling, and on Intel cores an underflowing multiply or
+// vscalefps takes a microcode assist of a few hundred cycles (FTZ is off, as
+// it must be for the subnormal results of [-104, -87.3]). So such lanes
+// never underflow here:
+// - AVX-512: they are left out by a mask (exp_keep) and the scaling's zero
+//   mask writes their 0; the compare replaces the clamp's max, so this is
+//   free;
+// - elsewhere the clamp's floor is kExpZeroFloor, where n = -254 splits into
+//   two factors 2^-127, whose bits are those of +0.0: p * 0 * 0 is an exact
+//   0 (the floor only moved: free too).
+// Same bits as before: those lanes were 0 before too. Lanes in (-176, -104)
+// still underflow (finite scores 104 to 176 below the row's maximum: rare).
+// 16-core Xeon (Emerald Rapids), in-process A/B: softmax 1024 x 1024 with
+// causal -inf entries 2.3 -> 9.9 GB/s on 1 thread (bench/README, session
+// 34).
+constexpr float kExpZeroBelow = -104.0f, kExpZeroFloor = -176.0f;
+
 // p * 2^n for an integral n in [-152, 128], rounded once: results in the
-// subnormal range are correctly rounded and past FLT_MAX become +inf.
+// subnormal range are correctly rounded and past FLT_MAX become +inf; and
+// for n = -254 (kExpZeroFloor), an exact 0 without an underflow.
 template <class V> inline typename V::reg vexp_scale(typename V::reg p, typename V::reg n) {
   using reg = typename V::reg;
 #if defined(__AVX512F__)
   // vscalefps does exactly this in one instruction.
   if constexpr (V::width == 16) return reg(_mm512_scalef_ps(p, n));
 #endif
-  // Two factors 2^n1 * 2^n2, each a normal number for n in that range.
+  // Two factors 2^n1 * 2^n2, each a normal number for n in [-152, 128]
+  // (and the bits of +0.0 for n = -254).
   const reg n1 = V::round(V::mul(n, V::set1(0.5f)));
   return V::mul(V::mul(p, V::pow2i(n1)), V::pow2i(V::sub(n, n1)));
 }
+
+#if defined(__AVX512F__)
+// Lanes of x not below lim; a NaN lane is kept (and stays NaN).
+inline __mmask16 exp_keep(__m512 x, float lim) {
+  return _mm512_cmp_ps_mask(x, _mm512_set1_ps(lim), _CMP_NLT_UQ);
+}
+// p * 2^n in the lanes of keep, 0 in the others.
+inline __m512 vexp_scale_keep(__mmask16 keep, __m512 p, __m512 n) {
+  return _mm512_maskz_scalef_ps(keep, p, n);
+}
+#endif
 
 // x = n ln2 + r with an integral n and |r| <= ln2 / 2 (plus rounding).
 template <class V>
@@ -171,7 +203,7 @@ inline void vexp_split(typename V::reg x, typename V::reg &n, typename V::reg &r
   r = V::fmadd(n, V::set1(2.12194440e-4f), r);
 }
 
-// exp(x + lo) for x in [-105.5, 88.75] or NaN and a finite |lo| <= ulp(x):
+// exp(x + lo) for x in [-176.3, 88.75] or NaN and a finite |lo| <= ulp(x):
 // the reduction and the polynomial, nothing else. A NaN x flows through the
 // arithmetic to a NaN result.
 template <class V> inline typename V::reg vexp_reduced(typename V::reg x, typename V::reg lo) {
@@ -184,19 +216,30 @@ template <class V> inline typename V::reg vexp_reduced(typename V::reg x, typena
 // caller pass the exact rounding error of the subtraction that formed x. Any
 // x: the clamp is ordered so that a NaN x passes through it (max and min
 // return their second operand when either is NaN, on every instruction set
-// here); below -104 the scaled result rounds to 0, above 88.75 to +inf. lo
-// is dropped where x is outside the clamp, where it can be as large as half
-// an ulp of a huge x (x = -1e20 carries lo up to 2^42, which would wreck the
-// reduction: NaN for 1e20-scale softmax inputs before), and where it is NaN
-// (an infinite x, see vexp_diff).
+// here); below -104 the scaled result rounds to 0 (kExpZeroFloor: exactly,
+// with no underflow), above 88.75 to +inf. lo is dropped where x is below
+// -104 or above 88.75, where it can be as large as half an ulp of a huge x
+// (x = -1e20 carries lo up to 2^42, which would wreck the reduction: NaN for
+// 1e20-scale softmax inputs before), and where it is NaN (an infinite x, see
+// vexp_diff).
 template <class V> inline typename V::reg vexp_clamp(typename V::reg x) {
-  return V::min(V::set1(88.75f), V::max(V::set1(-104.0f), x));
+  return V::min(V::set1(88.75f), V::max(V::set1(kExpZeroFloor), x));
 }
 
 template <class V> inline typename V::reg vexp_corrected(typename V::reg x, typename V::reg lo) {
-  lo = V::lt_select(x, V::set1(-104.0f), V::zero(), lo);
+  lo = V::lt_select(x, V::set1(kExpZeroBelow), V::zero(), lo);
   lo = V::lt_select(V::set1(88.75f), x, V::zero(), lo);
-  return vexp_reduced<V>(vexp_clamp<V>(x), V::nan_select(lo, V::zero(), lo));
+  lo = V::nan_select(lo, V::zero(), lo);
+#if defined(__AVX512F__)
+  if constexpr (V::width == 16) { // lanes below -104 left out (exp_keep)
+    using reg = typename V::reg;
+    const __mmask16 keep = exp_keep(x, kExpZeroBelow);
+    reg n, r;
+    vexp_split<V>(reg(_mm512_maskz_min_ps(keep, _mm512_set1_ps(88.75f), x)), n, r);
+    return reg(vexp_scale_keep(keep, vexp_poly<V>(V::add(r, lo)), n));
+  }
+#endif
+  return vexp_reduced<V>(vexp_clamp<V>(x), lo);
 }
 
 // (Scalar: in double, as softmax's exps there, which is also faster: its
@@ -205,6 +248,15 @@ template <class V> inline typename V::reg vexp_corrected(typename V::reg x, type
 // -> 9.0-10.0 GFLOP/s, d 128 8.9-10.4 -> 11.1.)
 template <class V> inline typename V::reg vexp(typename V::reg x) {
   if constexpr (V::width == 1) return exp_diff_in_double<V, true>(x, V::zero());
+#if defined(__AVX512F__)
+  if constexpr (V::width == 16) { // lanes below -104 left out (exp_keep)
+    using reg = typename V::reg;
+    const __mmask16 keep = exp_keep(x, kExpZeroBelow);
+    reg n, r;
+    vexp_split<V>(reg(_mm512_maskz_min_ps(keep, _mm512_set1_ps(88.75f), x)), n, r);
+    return reg(vexp_scale_keep(keep, vexp_poly<V>(r), n));
+  }
+#endif
   return vexp_reduced<V>(vexp_clamp<V>(x), V::zero());
 }
 
@@ -234,12 +286,24 @@ template <class V> inline typename V::reg vexp_diff(typename V::reg a, typename 
 // for a finite m with |m| <= kShiftedExpMaxShift. floor = m - kShiftedExpFloor,
 // computed once per row: raising x to it turns -inf into a finite argument
 // (so no clamp or NaN test is needed after it) and changes no result, since
-// exp of anything below -105 + ulp(m) rounds to 0 anyway. A NaN x stays NaN.
-constexpr float kShiftedExpFloor = 105.0f, kShiftedExpMaxShift = 65536.0f;
+// exp of anything below -104 rounds to 0 anyway; floor - m is within
+// 2^-7 of -176, where the two-factor scaling makes an exact 0 with no
+// underflow (kExpZeroFloor). AVX-512 leaves the lanes below -104 out instead
+// (exp_keep) and needs no floor. A NaN x stays NaN.
+constexpr float kShiftedExpFloor = -kExpZeroFloor, kShiftedExpMaxShift = 65536.0f;
 template <class V>
 inline typename V::reg vexp_shifted(typename V::reg x, typename V::reg m, typename V::reg floor) {
   if constexpr (exp_in_double<V>()) return exp_diff_in_double<V, false>(V::max(floor, x), m);
   typename V::reg s, err;
+#if defined(__AVX512F__)
+  if constexpr (V::width == 16) { // lanes below -104 left out (exp_keep)
+    two_diff<V>(x, m, s, err);    // (a left-out lane's may be NaN: never scaled)
+    const __mmask16 keep = exp_keep(s, kExpZeroBelow);
+    typename V::reg n, r;
+    vexp_split<V>(s, n, r);
+    return typename V::reg(vexp_scale_keep(keep, vexp_poly<V>(V::add(r, err)), n));
+  }
+#endif
   two_diff<V>(V::max(floor, x), m, s, err);
   return vexp_reduced<V>(s, err);
 }
@@ -247,13 +311,21 @@ inline typename V::reg vexp_shifted(typename V::reg x, typename V::reg m, typena
 // Softmax's exp(x) for a row whose maximum m is in [0, kUnshiftedExpMax]
 // (see unshifted_row in softmax/softmax_kernels.hpp): no shift to subtract,
 // so no rounding error to carry. floor = set1(-kShiftedExpFloor): raising x
-// to it turns -inf into a finite argument, and exp of anything below -104
-// rounds to 0 anyway. A NaN x stays NaN.
+// to it turns -inf into a finite argument, which makes an exact 0 (see
+// vexp_shifted). AVX-512 leaves the lanes below -104 out instead. A NaN x
+// stays NaN.
 constexpr float kUnshiftedExpMax = 64.0f;
 template <class V> inline typename V::reg vexp_unshifted(typename V::reg x, typename V::reg floor) {
   if constexpr (exp_in_double<V>())
     return exp_diff_in_double<V, false>(V::max(floor, x), V::zero());
   typename V::reg n, r;
+#if defined(__AVX512F__)
+  if constexpr (V::width == 16) { // lanes below -104 left out (exp_keep)
+    const __mmask16 keep = exp_keep(x, kExpZeroBelow);
+    vexp_split<V>(x, n, r); // (a left-out lane's may be NaN: never scaled)
+    return typename V::reg(vexp_scale_keep(keep, vexp_poly<V>(r), n));
+  }
+#endif
   vexp_split<V>(V::max(floor, x), n, r);
   return vexp_scale<V>(vexp_poly<V>(r), n);
 }

@@ -10,7 +10,10 @@
 //   - softmax rows' exp(x) with a floor under x (vexp_unshifted) within 2 ulp
 //     over [-87.3, 64], the range its rows reach.
 //   (those three within half an ulp and a hair on SSE2 and scalar, which compute them
-//   in double: ExpProbe::softmax_exp_ulp; exp too on scalar: ExpProbe::exp_ulp).
+//   in double: ExpProbe::softmax_exp_ulp; exp too on scalar: ExpProbe::exp_ulp);
+//   - on AVX2 and AVX-512, lanes whose exp is 0 (-inf, far below) raise no
+//     underflow: Intel cores take a microcode assist for each underflowing
+//     instruction (src/vexp.hpp, kExpZeroBelow).
 #include "exp_probe/exp_probe.hpp"
 
 #include <attnkern.h>
@@ -24,7 +27,12 @@
 #include <limits>
 #include <ostream>
 #include <random>
+#include <string>
 #include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 namespace {
 
@@ -232,6 +240,52 @@ TEST_P(VexpTest, UnshiftedWithinTwoUlpOverItsRange) {
   EXPECT_EQ(y[6], 1.0f);
   EXPECT_LE(ulp_error(y[7], std::exp(64.0)), GetParam().softmax_exp_ulp);
   EXPECT_TRUE(std::isnan(y[8]));
+}
+
+// Masked keys and entries (-inf) and arguments far below the range give 0
+// without an underflow on the way (the MXCSR's sticky underflow flag stays
+// clear): an underflowing multiply or vscalefps costs an Intel core a
+// microcode assist (a masked softmax ran 5-6 times slower for it, AVX2 and
+// AVX-512). AVX2 and AVX-512 alone: SSE2 and scalar compute in double and
+// round to float once, which underflows where the result is 0. On AVX2 the
+// claim holds from -176 down (kExpZeroFloor); between -176 and -104 the
+// two-factor scaling still underflows, a case left as it is.
+TEST_P(VexpTest, ZeroLanesRaiseNoUnderflow) {
+#if defined(__x86_64__) || defined(__i386__)
+  const std::string isa = GetParam().isa;
+  if (isa != "avx2" && isa != "avx512") GTEST_SKIP() << "exps in double on " << isa;
+  const float inf = std::numeric_limits<float>::infinity();
+  // 32 lanes: whole vectors on both (the probes pad a tail with zeros)
+  std::vector<float> x(32), b(32, 2.0f), y(32);
+  const float far[] = {-inf, -1e30f, -3.4e38f, -10000.0f, -1000.0f, -200.0f, -176.5f, -177.0f};
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = far[i % 8];
+  const auto underflow_after = [&](auto &&run) {
+    _mm_setcsr(_mm_getcsr() & ~0x3Fu); // clear the sticky exception flags
+    run();
+    return (_mm_getcsr() & 0x10u) != 0; // UE
+  };
+  EXPECT_FALSE(underflow_after([&] { GetParam().exp(x.data(), y.data(), x.size()); })) << "exp";
+  for (float v : y) EXPECT_EQ(v, 0.0f);
+  EXPECT_FALSE(underflow_after([&] {
+    GetParam().exp_diff(x.data(), b.data(), y.data(), x.size());
+  })) << "exp_diff";
+  for (float v : y) EXPECT_EQ(v, 0.0f);
+  EXPECT_FALSE(underflow_after([&] { GetParam().exp_unshifted(x.data(), y.data(), x.size()); }))
+      << "exp_unshifted";
+  for (float v : y) EXPECT_EQ(v, 0.0f);
+  // (exp_shifted's probe takes a lane at a time, with b[i] in every lane)
+  EXPECT_FALSE(underflow_after([&] {
+    GetParam().exp_shifted(x.data(), b.data(), y.data(), x.size());
+  })) << "exp_shifted";
+  for (float v : y) EXPECT_EQ(v, 0.0f);
+  // The control: a result in the subnormal range does raise it.
+  const float deep = -95.0f;
+  float out;
+  EXPECT_TRUE(underflow_after([&] { GetParam().exp(&deep, &out, 1); }));
+  EXPECT_GT(out, 0.0f);
+#else
+  GTEST_SKIP() << "x86 only";
+#endif
 }
 
 INSTANTIATE_TEST_SUITE_P(PerIsa, VexpTest, ::testing::ValuesIn(akt::exp_probes()),
