@@ -18,6 +18,11 @@ Cases (--cases, a comma list):
              for causal.
   skinny     ak_sgemm NN, m = 4, 2, 8 rows x a 4096 x 4096 B (decode
              projections). GB/s count B read once.
+  softmax    ak_softmax rows: 1024 x 1024 and 16 x 32768 of unit normals, and
+             1024 x 1024 masked as a causal score matrix (row i: -inf past
+             column i). GB/s count x read and y written once.
+
+--isa picks the instruction set of both builds (ak_set_isa; default auto).
 
 The outputs of A and B are compared (max |A - B|, printed: 0 where a change
 keeps the bits). A sample is the mean time per call over >= --min-time
@@ -62,7 +67,20 @@ def skinny_cases(np, attnkern, rng):
             w.nbytes, "GB/s"
 
 
-CASES = {"attention": attention_cases, "skinny": skinny_cases}
+def softmax_cases(np, attnkern, rng):
+    for rows, cols, masked in ((1024, 1024, False), (1024, 1024, True), (16, 32768, False)):
+        x = rng.standard_normal((rows, cols), dtype=np.float32)
+        if masked:
+            x[np.triu_indices(rows, 1, cols)] = -np.inf
+
+        def call(lib, out, x=x):
+            return lib.softmax(x, out=out)
+
+        label = f"softmax {rows} x {cols}{' causal-masked' if masked else ''}"
+        yield label, call, np.empty_like(x), 2.0 * x.nbytes, "GB/s"
+
+
+CASES = {"attention": attention_cases, "skinny": skinny_cases, "softmax": softmax_cases}
 
 
 def main(argv=None):
@@ -73,6 +91,7 @@ def main(argv=None):
     p.add_argument("--reps", type=positive_int, default=7)
     p.add_argument("--min-time", type=float, default=0.15)
     p.add_argument("--cases", default="attention")
+    p.add_argument("--isa", default="auto")
     args = p.parse_args(argv)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     if not cases or set(cases) - set(CASES):
@@ -80,6 +99,8 @@ def main(argv=None):
     import numpy as np
     attnkern, lib_a = load_attnkern(args.lib_a, "ab_builds.py")
     _, lib_b = load_attnkern(args.lib_b, "ab_builds.py")
+    for lib in (lib_a, lib_b):
+        lib.set_isa(args.isa)
     rng = np.random.default_rng(3)
     for name in cases:
         for label, call, out, work, unit in CASES[name](np, attnkern, rng):

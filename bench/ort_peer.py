@@ -134,13 +134,29 @@ def gemm_graph(onnx, a, b, c, trans_b):
                  [("", 13)], transB=int(trans_b))
 
 
+# What ORT's pool threads do between runs (--ort-spinning). Its default: they
+# spin on after a run, and on a 16-core Xeon that held attnkern's OpenMP team
+# back (each call's start waited 13 % of the call for the team at 16 threads;
+# 3 us with ORT's spinning off or no ORT in the process; bench/README,
+# session 34). "stop": they spin during a run and stop when it returns
+# (session.force_spinning_stop), so that neither library's samples run beside
+# the other's spinning threads.
+SPINNING = {
+    "default": [],
+    "stop": [("session.force_spinning_stop", "1")],
+    "off": [("session.intra_op.allow_spinning", "0")],
+}
+
+
 class OrtCall:
     """A session of one graph at t threads, its inputs and output bound over
     numpy buffers; calling it runs the graph once."""
 
-    def __init__(self, ort, graph, inputs, out, threads):
+    def __init__(self, ort, graph, inputs, out, threads, spinning="default"):
         so = ort.SessionOptions()
         so.intra_op_num_threads = threads
+        for key, value in SPINNING[spinning]:
+            so.add_session_config_entry(key, value)
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -297,13 +313,13 @@ def short_error(e):
     return text if len(text) <= 200 else "..." + text[-197:]
 
 
-def measure(np, ort, ak, case, peer, t, reps, min_time):
+def measure(np, ort, ak, case, peer, t, reps, min_time, spinning):
     """One row: the session, warm-up calls that double as the agreement check,
     then the alternating samples."""
     row = {"table": case.table, "cells": case.cells, "threads": t, "op": peer.graph.op,
            "ok": True, "err": float("nan"), "error": None}
     try:
-        call = OrtCall(ort, peer.graph, peer.inputs, peer.out, t)
+        call = OrtCall(ort, peer.graph, peer.inputs, peer.out, t, spinning)
         call()
     except Exception as e:  # ORT lacks the op, an attribute or this shape
         row["error"] = short_error(e)
@@ -332,7 +348,8 @@ def run_all(np, onnx, ort, ak, attnkern, args):
         case = build()
         for peer in case.peers:
             for t in args.threads:
-                rows.append(measure(np, ort, ak, case, peer, t, args.reps, args.min_time))
+                rows.append(measure(np, ort, ak, case, peer, t, args.reps, args.min_time,
+                                    args.ort_spinning))
         del case  # free this case's buffers before the next allocates
     return rows
 
@@ -367,7 +384,7 @@ def table_lines(name, rows, thread_counts):
     return lines
 
 
-def header_lines(np, onnx, ort, ak, args_line):
+def header_lines(np, onnx, ort, ak, args_line, spinning="default"):
     return [
         "# attnkern vs ONNX Runtime (CPU execution provider, fp32, same process)",
         "",
@@ -375,7 +392,8 @@ def header_lines(np, onnx, ort, ak, args_line):
         f"- CPU: {cpu_model()}; os.cpu_count() = {os.cpu_count()}, "
         f"usable by this process = {usable_cpus()}",
         f"- onnxruntime {ort.__version__} (providers {', '.join(ort.get_available_providers())}); "
-        f"onnx {onnx.__version__}",
+        f"onnx {onnx.__version__}; ORT's pool threads between runs: {spinning} "
+        f"({', '.join(f'{k}={v}' for k, v in SPINNING[spinning]) or 'ORT defaults'})",
         f"- attnkern {ak.version}, ISA {ak.get_isa()}, library {ak.path}",
         f"- numpy {np.__version__}; Python {sys.version.split()[0]}",
         f"- command: `{args_line}`",
@@ -395,9 +413,14 @@ def report(header, rows, thread_counts):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    args = parse_peer_args(argv, "attnkern vs ONNX Runtime's CPU kernels, same process.")
+    args = parse_peer_args(
+        argv, "attnkern vs ONNX Runtime's CPU kernels, same process.",
+        extra=lambda p: p.add_argument(
+            "--ort-spinning", choices=sorted(SPINNING), default="default",
+            help="what ORT's pool threads do between runs: default (ORT's own: spin on), "
+                 "stop (spin during a run only), off (never spin)"))
     np, onnx, ort, attnkern, ak = import_peers(args.lib)
-    header = header_lines(np, onnx, ort, ak, command_line(argv))
+    header = header_lines(np, onnx, ort, ak, command_line(argv), args.ort_spinning)
     progress("\n".join(header))
     rows = run_all(np, onnx, ort, ak, attnkern, args)
     emit_report(report(header, rows, args.threads), args.out)

@@ -59,9 +59,12 @@ def positive_int(text):
     return value
 
 
-def parse_peer_args(argv, description):
-    """The options both scripts take; args.tables becomes a set of TABLES' keys."""
+def parse_peer_args(argv, description, extra=None):
+    """The options both scripts take (and a script's own, added by extra(parser));
+    args.tables becomes a set of TABLES' keys."""
     p = argparse.ArgumentParser(description=description)
+    if extra:
+        extra(p)
     p.add_argument("--threads", type=parse_threads, default=parse_threads("1,2"),
                    help="comma list of thread counts (default 1,2)")
     p.add_argument("--reps", type=positive_int, default=5,

@@ -2,8 +2,9 @@
 """Runs bench/torch_peer.py and bench/ort_peer.py against the numpy stand-ins
 in peer_stubs/ (float64 versions of the peers' operations), on the real
 attnkern ($AK_LIBRARY): their cases, bindings, agreement checks and reports.
-Also runs bench/ort_probe.py once on the stand-in, and bench/ab_builds.py
-with the library as both builds (every row must report equal bits).
+Also runs bench/ort_probe.py once on the stand-in, bench/ab_builds.py
+with the library as both builds (every row must report equal bits), and
+checks that bench/probes/phase_trace.patch still applies to this tree.
 
 For each script: every table is reported, every row agrees with the
 stand-in and the exit status is 0; and with the stand-ins perturbed by 1 %
@@ -13,6 +14,7 @@ without it that script is reported as skipped.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 import unittest
@@ -45,8 +47,8 @@ def have_onnx():
 
 
 class PeerScripts(unittest.TestCase):
-    def check_agrees(self, name, peer):
-        r = run_script(name)
+    def check_agrees(self, name, peer, extra=()):
+        r = run_script(name, args=ARGS + list(extra))
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
         for title in TITLES:
             self.assertIn(title, r.stdout)
@@ -70,6 +72,13 @@ class PeerScripts(unittest.TestCase):
         self.check_agrees("ort_peer.py", "ORT")
 
     @unittest.skipUnless(have_onnx(), "onnx is not installed (Debian: python3-onnx)")
+    def test_ort_peer_spinning_option(self):
+        r = run_script("ort_peer.py", args=ARGS + ["--tables", "softmax", "--ort-spinning",
+                                                   "stop"])
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assertIn("between runs: stop (session.force_spinning_stop=1)", r.stdout)
+
+    @unittest.skipUnless(have_onnx(), "onnx is not installed (Debian: python3-onnx)")
     def test_ort_peer_reports_disagreement(self):
         self.check_reports_disagreement("ort_peer.py")
 
@@ -83,13 +92,24 @@ class PeerScripts(unittest.TestCase):
 
     def test_ab_builds_same_library_same_bits(self):
         lib = os.environ["AK_LIBRARY"]
-        r = run_script("ab_builds.py", args=[lib, lib, "--cases", "attention,skinny",
+        r = run_script("ab_builds.py", args=[lib, lib, "--cases", "attention,skinny,softmax",
                                              "--reps", "1", "--min-time", "0.001"])
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
         lines = r.stdout.strip().splitlines()
-        self.assertEqual(len(lines), 8, r.stdout)
+        self.assertEqual(len(lines), 11, r.stdout)
         for line in lines:
             self.assertTrue(line.endswith("max |A - B| 0"), line)
+
+
+    def test_phase_trace_patch_applies(self):
+        root = os.path.join(HERE, "..", "..")
+        if not shutil.which("git") or not os.path.exists(os.path.join(root, ".git")):
+            self.skipTest("not a git checkout")
+        r = subprocess.run(["git", "-C", root, "apply", "--check",
+                            os.path.join("bench", "probes", "phase_trace.patch")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
 
 
 if __name__ == "__main__":

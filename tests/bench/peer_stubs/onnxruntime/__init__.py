@@ -18,7 +18,11 @@ def get_available_providers():
 
 
 class SessionOptions:
-    pass
+    def __init__(self):
+        self.config = {}
+
+    def add_session_config_entry(self, key, value):
+        self.config[key] = value
 
 
 class OrtValue:
