@@ -191,7 +191,7 @@ TEST_P(VexpTest, DifferenceWithinTwoUlpOfTheExactDifference) {
 }
 
 // Softmax rows' exp(x - max) (vexp_shifted): maxima up to the 65536 its
-// callers allow, gaps reaching past the -105 floor (those must come out 0,
+// callers allow, gaps reaching past -104 (those must come out 0,
 // or a subnormal within the bound), and the masked and NaN lanes.
 TEST_P(VexpTest, ShiftedWithinTwoUlpOfTheExactDifference) {
   std::mt19937 rng(20261122);

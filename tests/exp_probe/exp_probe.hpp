@@ -18,7 +18,7 @@ struct ExpProbe {
   // |b| <= 65536.
   void (*exp_shifted)(const float *a, const float *b, float *y, std::size_t n);
   // y[i] = exp(x[i]) by vexp_unshifted (softmax rows whose maximum is in
-  // [0, 64]), with its floor at -105.
+  // [0, 64]), with its floor at -176 (kShiftedExpFloor).
   void (*exp_unshifted)(const float *x, float *y, std::size_t n);
   // The bound, in ulp, that the three exps above keep: 2, or half an ulp
   // and a hair where they run in double (SSE2, scalar: see src/vexp.hpp).
