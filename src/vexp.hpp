@@ -226,18 +226,25 @@ template <class V> inline typename V::reg vexp_clamp(typename V::reg x) {
   return V::min(V::set1(88.75f), V::max(V::set1(kExpZeroFloor), x));
 }
 
+#if defined(__AVX512F__)
+// exp(x + lo) (exp(x) without WithLo) for any x on AVX-512: the clamp at
+// 88.75, and the lanes below -104 left out (exp_keep).
+template <class V, bool WithLo>
+inline typename V::reg vexp_avx512(typename V::reg x, typename V::reg lo) {
+  using reg = typename V::reg;
+  const __mmask16 keep = exp_keep(x, kExpZeroBelow);
+  reg n, r;
+  vexp_split<V>(reg(_mm512_maskz_min_ps(keep, _mm512_set1_ps(88.75f), x)), n, r);
+  return reg(vexp_scale_keep(keep, vexp_poly<V>(WithLo ? V::add(r, lo) : r), n));
+}
+#endif
+
 template <class V> inline typename V::reg vexp_corrected(typename V::reg x, typename V::reg lo) {
   lo = V::lt_select(x, V::set1(kExpZeroBelow), V::zero(), lo);
   lo = V::lt_select(V::set1(88.75f), x, V::zero(), lo);
   lo = V::nan_select(lo, V::zero(), lo);
 #if defined(__AVX512F__)
-  if constexpr (V::width == 16) { // lanes below -104 left out (exp_keep)
-    using reg = typename V::reg;
-    const __mmask16 keep = exp_keep(x, kExpZeroBelow);
-    reg n, r;
-    vexp_split<V>(reg(_mm512_maskz_min_ps(keep, _mm512_set1_ps(88.75f), x)), n, r);
-    return reg(vexp_scale_keep(keep, vexp_poly<V>(V::add(r, lo)), n));
-  }
+  if constexpr (V::width == 16) return vexp_avx512<V, true>(x, lo);
 #endif
   return vexp_reduced<V>(vexp_clamp<V>(x), lo);
 }
@@ -249,13 +256,7 @@ template <class V> inline typename V::reg vexp_corrected(typename V::reg x, type
 template <class V> inline typename V::reg vexp(typename V::reg x) {
   if constexpr (V::width == 1) return exp_diff_in_double<V, true>(x, V::zero());
 #if defined(__AVX512F__)
-  if constexpr (V::width == 16) { // lanes below -104 left out (exp_keep)
-    using reg = typename V::reg;
-    const __mmask16 keep = exp_keep(x, kExpZeroBelow);
-    reg n, r;
-    vexp_split<V>(reg(_mm512_maskz_min_ps(keep, _mm512_set1_ps(88.75f), x)), n, r);
-    return reg(vexp_scale_keep(keep, vexp_poly<V>(r), n));
-  }
+  if constexpr (V::width == 16) return vexp_avx512<V, false>(x, V::zero());
 #endif
   return vexp_reduced<V>(vexp_clamp<V>(x), V::zero());
 }
