@@ -78,10 +78,14 @@ inline double exp_double(double d) {
 // float once. Clamp: any a and b, the difference first clamped to where
 // the float result is 0 or +inf (a NaN passes both tests); without, a - b
 // must lie in [-180, 100] (softmax floors reach -176).
+// Below -104 the result is 0 without a rounding to float: a tiny double's
+// conversion underflows (an assist on Intel cores; kExpZeroBelow).
 template <bool Clamp> inline float exp_diff_double(float a, float b) {
   double d = static_cast<double>(a) - static_cast<double>(b);
+  const bool zero = d < -104.0;
   if (Clamp) d = d < -110.0 ? -110.0 : d > 100.0 ? 100.0 : d;
-  return static_cast<float>(exp_double(d));
+  const double e = exp_double(d);
+  return static_cast<float>(zero ? 0.0 : e);
 }
 
 #if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
@@ -112,11 +116,14 @@ inline __m128d exp_pd_sse2(__m128d d) {
 // float once. Clamp: any a and b, the difference first clamped to where
 // the float result is 0 or +inf (maxpd and minpd return their second
 // operand, d, when it is NaN); without, a - b must lie in [-180, 100].
+// Lanes below -104 are zeroed in double before the rounding to float, whose
+// underflow would cost an assist on Intel cores (kExpZeroBelow).
 template <bool Clamp> inline __m128 exp_diff_ps_sse2(__m128 a, __m128 b) {
   const auto half = [](__m128 x, __m128 y) {
     __m128d d = _mm_sub_pd(_mm_cvtps_pd(x), _mm_cvtps_pd(y));
+    const __m128d keep = _mm_cmpnlt_pd(d, _mm_set1_pd(-104.0)); // (NaN: kept)
     if (Clamp) d = _mm_min_pd(_mm_set1_pd(100.0), _mm_max_pd(_mm_set1_pd(-110.0), d));
-    return _mm_cvtpd_ps(exp_pd_sse2(d));
+    return _mm_cvtpd_ps(_mm_and_pd(keep, exp_pd_sse2(d)));
   };
   return _mm_movelh_ps(half(a, b), half(_mm_movehl_ps(a, a), _mm_movehl_ps(b, b)));
 }

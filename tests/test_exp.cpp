@@ -11,7 +11,7 @@
 //     over [-87.3, 64], the range its rows reach.
 //   (those three within half an ulp and a hair on SSE2 and scalar, which compute them
 //   in double: ExpProbe::softmax_exp_ulp; exp too on scalar: ExpProbe::exp_ulp);
-//   - on AVX2 and AVX-512, lanes whose exp is 0 (-inf, far below) raise no
+//   - on every x86 instruction set, lanes whose exp is 0 (-inf, far below) raise no
 //     underflow: Intel cores take a microcode assist for each underflowing
 //     instruction (src/vexp.hpp, kExpZeroBelow).
 #include "exp_probe/exp_probe.hpp"
@@ -246,16 +246,14 @@ TEST_P(VexpTest, UnshiftedWithinTwoUlpOverItsRange) {
 // without an underflow on the way (the MXCSR's sticky underflow flag stays
 // clear): an underflowing multiply or vscalefps costs an Intel core a
 // microcode assist (a masked softmax ran 5-6 times slower for it, AVX2 and
-// AVX-512). AVX2 and AVX-512 alone: SSE2 and scalar compute in double and
-// round to float once, which underflows where the result is 0. On AVX2 the
-// claim holds from -176 down (kExpZeroFloor); between -176 and -104 the
-// two-factor scaling still underflows, a case left as it is.
+// AVX-512). SSE2 and scalar, which compute in double, zero such lanes before
+// the rounding to float. On AVX2 the claim holds from -176 down
+// (kExpZeroFloor); between -176 and -104 the two-factor scaling still
+// underflows, a case left as it is.
 TEST_P(VexpTest, ZeroLanesRaiseNoUnderflow) {
 #if defined(__x86_64__) || defined(__i386__)
-  const std::string isa = GetParam().isa;
-  if (isa != "avx2" && isa != "avx512") GTEST_SKIP() << "exps in double on " << isa;
   const float inf = std::numeric_limits<float>::infinity();
-  // 32 lanes: whole vectors on both (the probes pad a tail with zeros)
+  // 32 lanes: whole vectors on every ISA (the probes pad a tail with zeros)
   std::vector<float> x(32), b(32, 2.0f), y(32);
   const float far[] = {-inf, -1e30f, -3.4e38f, -10000.0f, -1000.0f, -200.0f, -176.5f, -177.0f};
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = far[i % 8];
