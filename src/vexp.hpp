@@ -78,14 +78,18 @@ inline double exp_double(double d) {
 // float once. Clamp: any a and b, the difference first clamped to where
 // the float result is 0 or +inf (a NaN passes both tests); without, a - b
 // must lie in [-180, 100] (softmax floors reach -176).
-// Below -104 the result is 0 without a rounding to float: a tiny double's
-// conversion underflows (an assist on Intel cores; kExpZeroBelow).
+// Below -104 the result is 0: such an argument takes exp(0) and the result
+// is replaced after, so that no tiny double is ever rounded to float (its
+// conversion underflows: an assist on Intel cores; kExpZeroBelow), however
+// the compiler arranges the selects (Clang evaluated both sides of a select
+// after the conversion).
 template <bool Clamp> inline float exp_diff_double(float a, float b) {
   double d = static_cast<double>(a) - static_cast<double>(b);
   const bool zero = d < -104.0;
-  if (Clamp) d = d < -110.0 ? -110.0 : d > 100.0 ? 100.0 : d;
-  const double e = exp_double(d);
-  return static_cast<float>(zero ? 0.0 : e);
+  d = zero ? 0.0 : d;
+  if (Clamp) d = d > 100.0 ? 100.0 : d;
+  const float e = static_cast<float>(exp_double(d));
+  return zero ? 0.0f : e;
 }
 
 #if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
