@@ -170,14 +170,16 @@ template <class V> inline typename V::reg vexp_poly(typename V::reg r) {
 // - AVX-512: they are left out by a mask (exp_keep) and the scaling's zero
 //   mask writes their 0; the compare replaces the clamp's max, so this is
 //   free;
-// - elsewhere the clamp's floor is kExpZeroFloor, where n = -254 splits into
-//   two factors 2^-127, whose bits are those of +0.0: p * 0 * 0 is an exact
-//   0 (the floor only moved: free too).
-// Same bits as before: those lanes were 0 before too. Lanes in (-176, -104)
-// still underflow (finite scores 104 to 176 below the row's maximum: rare).
-// 16-core Xeon (Emerald Rapids), in-process A/B: softmax 1024 x 1024 with
-// causal -inf entries 2.3 -> 9.9 GB/s on 1 thread (bench/README, session
-// 34).
+// - AVX2 and NEON: the clamp's floor is kExpZeroFloor, where n = -254
+//   splits into two factors 2^-127, whose bits are those of +0.0: p * 0 * 0
+//   is an exact 0 (the floor only moved: free too);
+// - SSE2 and scalar (exps in double): such lanes are zeroed in double before
+//   the rounding to float (exp_diff_double, exp_diff_ps_sse2).
+// Same bits as before: those lanes were 0 before too. On AVX2 and NEON,
+// lanes in (-176, -104) still underflow (finite scores 104 to 176 below the
+// row's maximum: rare). 16-core Xeon (Emerald Rapids), in-process A/B:
+// softmax 1024 x 1024 with causal -inf entries 1.8 -> 12.0 GB/s on 1 thread
+// on AVX-512, 1.6 -> 8.4 on AVX2 (bench/README, session 34).
 constexpr float kExpZeroBelow = -104.0f, kExpZeroFloor = -176.0f;
 
 // p * 2^n for an integral n in [-152, 128], rounded once: results in the
