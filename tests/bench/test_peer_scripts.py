@@ -4,7 +4,8 @@ in peer_stubs/ (float64 versions of the peers' operations), on the real
 attnkern ($AK_LIBRARY): their cases, bindings, agreement checks and reports.
 Also runs bench/ort_probe.py once on the stand-in, bench/ab_builds.py
 with the library as both builds (every row must report equal bits), and
-checks that bench/probes/phase_trace.patch still applies to this tree.
+checks that bench/probes/phase_trace.patch still applies to this tree and that
+bench/probes/column_pattern_probe.cpp builds and runs.
 
 For each script: every table is reported, every row agrees with the
 stand-in and the exit status is 0; and with the stand-ins perturbed by 1 %
@@ -17,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -110,6 +112,33 @@ class PeerScripts(unittest.TestCase):
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            universal_newlines=True)
         self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_column_pattern_probe_builds_and_runs(self):
+        # x86-64 only (AVX-512 intrinsics); run where the CPU has AVX-512
+        compiler = shutil.which("g++")
+        if not compiler or os.uname().machine != "x86_64":
+            self.skipTest("needs g++ on x86-64")
+        source = os.path.join(BENCH, "probes", "column_pattern_probe.cpp")
+        with tempfile.TemporaryDirectory() as tmp:
+            exe = os.path.join(tmp, "column_probe")
+            r = subprocess.run([compiler, "-O1", "-mavx512f", "-fopenmp", "-Wall", "-Wextra",
+                                "-Werror", source, "-o", exe],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               universal_newlines=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open("/proc/cpuinfo") as f:
+                if " avx512f" not in f.read():
+                    self.skipTest("built; no AVX-512 to run it")
+            r = subprocess.run([exe, "2", "64", "1024"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            names = [line.split()[0] for line in r.stdout.splitlines()]
+            self.assertEqual(names, ["rows", "rows_nt", "pieces", "blocks/32", "blocks/64",
+                                     "blocks/128", "blocks/256"])
+            self.assertTrue(all(line.endswith("GB/s") for line in r.stdout.splitlines()))
+            r = subprocess.run([exe, "1", "64", "1000"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+            self.assertEqual(r.returncode, 2)
 
 
 if __name__ == "__main__":
