@@ -56,6 +56,8 @@ constexpr std::int64_t skinny_rows_limit(std::int64_t max_rows, bool b_along_k) 
   return b_along_k && max_rows > kSkinnyMaxRowsBAlongK ? kSkinnyMaxRowsBAlongK : max_rows;
 }
 constexpr int kSkinnyTileRows = 8;
+// Columns are dealt out to threads in whole cache lines of C.
+constexpr std::int64_t kSkinnyGrain = 16;
 template <int M> constexpr int skinny_first_group() {
   return M > kSkinnyTileRows ? kSkinnyTileRows : M;
 }
@@ -266,7 +268,8 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
 // does not follow); every sum sees the same terms in the same order.
 // AInRegisters: A's vectors loaded once per step into registers that the J
 // FMAs share, for callers bound by the arithmetic rather than by B's stream
-// (attention's grouped rows); by default each FMA loads its own (below).
+// (attention's grouped rows, the wide NT tiles: skinny_k_wide); by default
+// each FMA loads its own (below).
 template <class V, int M, int J, bool RowByRow = false, bool AInRegisters = false>
 inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std::int64_t lda,
                           const float *b, std::int64_t ldb, float *sum, std::int64_t lds,
@@ -372,16 +375,30 @@ inline void skinny_k_more_rows(std::int64_t p0, std::int64_t p1, const float *a,
 
 // The NT range's tile (skinny_k_range). From 6 rows on, on 32-register
 // sets, the tile takes up to 24 accumulators (8 x 3 columns, 7 x 3, 6 x 4)
-// with A's vector loaded once per row into a register that the row's FMAs
-// share (skinny_k_tile's AInRegisters): 11 loads per 24 FMAs at 8 rows,
-// against 18 per 16 with 16 accumulators and a load per FMA. The same sums
-// in the same order. A/B in one process (ad-hoc, 3 alternating rounds,
-// medians of 5 / 3), AVX-512, 1 thread, n = k = 4096, GFLOP/s: m = 8
-// 73.0-74.8 -> 76.6-77.0, m = 16 77.8-79.5 -> 80.2-82.3, m = 32 77.5-80.6
-// -> 82.5-84.2; 2 threads m = 8 136-145 -> 140-150, m = 16 146-153 ->
-// 151-161, m = 32 146-154 -> 151-166 (24 accumulators with a load per FMA:
-// m = 8 +0-4 %, within noise; A in registers at 16, see skinny_k_tile).
+// and skinny_k_tile's AInRegisters form, which leaves the loads of A to the
+// compiler: GCC 12 makes A's vector the memory operand of each FMA (8 x 3:
+// 3 loads of B and 24 FMAs that read A, per step) without load_per_use's
+// empty asm per use. Each product and each lane's sum is the same as
+// before, but at 8 rows a column's 16 lanes are now reduced alone (8 x 2
+// reduced all 16 sums at once), which pairs them differently: m = 8 to 32
+// may differ from before in the last bits. A/B in one process (ad-hoc, 3
+// alternating rounds, medians of 5 / 3), AVX-512, n = k = 4096, GFLOP/s,
+// 1 thread: m = 8 73.0-74.8 -> 76.6-77.0, m = 16 77.8-79.5 -> 80.2-82.3,
+// m = 32 77.5-80.6 -> 82.5-84.2; 2 threads, within this VM's noise: m = 8
+// 136-145 -> 140-150, m = 16 146-153 -> 151-161, m = 32 146-154 -> 151-166.
+// Not kept: 24 accumulators with load_per_use (m = 8 +0-4 %), and A forced
+// into a register per row (an empty asm on it), 8-13 % slower than this.
 template <class V, int M> constexpr bool skinny_k_wide() { return M >= 6 && V::width >= 16; }
+
+// Whether every J-column tile of a row group (1 to kSkinnyTileRows rows)
+// reduces its sums as the same group's one-column tail does: skinny_k_tile
+// reduces all of them at once where they fill one vector, and each alone
+// otherwise, which pairs the lanes differently.
+template <class V, int J> constexpr bool skinny_k_tiles_reduce_alike() {
+  for (int g = 1; g <= kSkinnyTileRows; ++g)
+    if ((g * J == V::width) != (g == V::width)) return false;
+  return true;
+}
 
 // The k blocks of skinny_k_range: as deep as M rows of A fit in
 // skinny_a_slice_bytes (a share of L2: every group of J columns re-reads
@@ -417,6 +434,13 @@ void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
   constexpr int J0 = (wide ? 24 : skinny_acc_budget<V>()) / G1;
   // At most 4 rows of B at once: more concurrent streams measured slower.
   constexpr int J = J0 < 1 ? 1 : J0 > 4 ? 4 : J0;
+  // Threads split the columns at multiples of kSkinnyGrain. A J that does
+  // not divide it moves a column between a tile and the one-column tail
+  // with the thread count, so their reductions must then pair the lanes
+  // alike (skinny_k_tile: all of a tile's sums at once where they fill one
+  // vector, else each alone).
+  static_assert(kSkinnyGrain % J == 0 || skinny_k_tiles_reduce_alike<V, J>(),
+                "a column's bits would follow the thread count");
   const std::int64_t kBlock = skinny_k_block<V, M>(k);
   // The next group's rows are prefetched as this group streams, so each
   // group starts warm instead of training a new hardware stream (m = 1
@@ -428,7 +452,7 @@ void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
     for (std::int64_t j = 0; j < groups_end; j += J) {
       skinny_k_tile<V, G1, J, false, wide>(p0, p1, a, lda, b + (j0 + j) * ldb, ldb, sum + j, width,
                                            j + 2 * J <= groups_end ? b + (j0 + j + J) * ldb
-                                           : p1 < k                ? b + j0 * ldb + p1
+                                           : p1 < k                ? b + j0 * ldb + (p1 - p0)
                                                                    : nullptr);
       skinny_k_more_rows<V, M, J, G1>(p0, p1, a, lda, b + (j0 + j) * ldb, ldb, sum + j, width);
     }
@@ -441,9 +465,6 @@ void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
     for (std::int64_t j = 0; j < width; ++j)
       c[i * ldc + j0 + j] = skinny_finish(sum[i * width + j], alpha, beta, c + i * ldc + j0 + j);
 }
-
-// Columns are dealt out to threads in whole cache lines of C.
-constexpr std::int64_t kSkinnyGrain = 16;
 
 // Floats of running sums for m rows, n columns and `threads` threads: each
 // thread's slice, padded by two lines per row (skinny_n_range rounds a row
