@@ -616,7 +616,7 @@ class SgemmSkinny : public PerIsa {};
 
 // 32 and 64: whole k blocks of the widest NN tiles (which are 48 and 64
 // floats wide on AVX-512, so 47 to 49 and 97 cut them too).
-const std::int64_t kSkinnySizes[] = {1,  2,  3,  6,  15, 16,  17,  18,  31,  32,  33,
+const std::int64_t kSkinnySizes[] = {1,  2,  3,  6,  15, 16, 17, 18,  31,  32,  33,
                                      47, 48, 49, 63, 64, 65, 97, 127, 129, 257, 1000};
 
 // For each small m and transpose pair: every awkward n with a fixed k, and
@@ -725,8 +725,7 @@ TEST_P(SgemmSkinny, LargeB) {
   // 3 and 4 columns (n = 523 leaves 1 by 3 and 3 by 4).
   for (const std::int64_t m : distinct_positive({9, 12, 16, 24, 32}))
     if (m <= m_max)
-      for (const std::int64_t n : {522, 524})
-        sweep.run(false, true, m, n, 4099);
+      for (const std::int64_t n : {522, 524}) sweep.run(false, true, m, n, 4099);
 }
 
 // Like varied_skinny(), with A's leading dimension (when A is stored m x k)
