@@ -615,7 +615,8 @@ GemmCase varied_skinny(bool ta, bool tb, std::int64_t m, std::int64_t n, std::in
 class SgemmSkinny : public PerIsa {};
 
 // 32 and 64: whole k blocks of the widest NN tiles (which are 48 and 64
-// floats wide on AVX-512, so 47 to 49 and 97 cut them too).
+// floats wide on AVX-512, so 47 to 49 and 97 cut them too); 2, 6 and 18
+// with the rest: every remainder of n by the NT tiles' 2, 3 and 4 columns.
 const std::int64_t kSkinnySizes[] = {1,  2,  3,  6,  15, 16, 17, 18,  31,  32,  33,
                                      47, 48, 49, 63, 64, 65, 97, 127, 129, 257, 1000};
 
