@@ -16,7 +16,8 @@ Cases (--cases, a comma list):
              128, 8 x 12 x 197, 4 x 16 x 384) and prefill (8 heads, L 1024,
              d 64; d 128 causal). GFLOP/s count 2*L*L*2d per head, halved
              for causal.
-  skinny     ak_sgemm NN, m = 4, 2, 8 rows x a 4096 x 4096 B (decode
+  skinny     ak_sgemm NN, m = 4, 2, 8 rows x a 4096 x 4096 B, and NT (B
+             stored n x k, the usual weight layout), m = 8, 16, 32 (decode
              projections). GB/s count B read once.
   softmax    ak_softmax rows: 1024 x 1024 and 16 x 32768 of unit normals, and
              1024 x 1024 masked as a causal score matrix (row i: -inf past
@@ -57,13 +58,14 @@ def attention_cases(np, attnkern, rng):
 
 def skinny_cases(np, attnkern, rng):
     w = rng.standard_normal((4096, 4096), dtype=np.float32)
-    for m in (4, 2, 8):
+    for m, trans_b in ((4, False), (2, False), (8, False), (8, True), (16, True), (32, True)):
         a = rng.standard_normal((m, 4096), dtype=np.float32)
 
-        def call(lib, out, a=a):
-            return lib.sgemm(a, w, out=out)
+        def call(lib, out, a=a, trans_b=trans_b):
+            return lib.sgemm(a, w, out=out, trans_b=trans_b)
 
-        yield f"skinny NN m {m} x 4096 x 4096", call, np.empty((m, 4096), np.float32), \
+        op = "NT" if trans_b else "NN"
+        yield f"skinny {op} m {m} x 4096 x 4096", call, np.empty((m, 4096), np.float32), \
             w.nbytes, "GB/s"
 
 

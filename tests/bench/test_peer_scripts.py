@@ -99,7 +99,7 @@ class PeerScripts(unittest.TestCase):
                                              "--reps", "1", "--min-time", "0.001"])
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
         lines = r.stdout.strip().splitlines()
-        self.assertEqual(len(lines), 11, r.stdout)
+        self.assertEqual(len(lines), 14, r.stdout)
         for line in lines:
             self.assertTrue(line.endswith("max |A - B| 0"), line)
 
