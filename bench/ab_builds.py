@@ -22,6 +22,8 @@ Cases (--cases, a comma list):
   softmax    ak_softmax rows: 1024 x 1024 and 16 x 32768 of unit normals, and
              1024 x 1024 masked as a causal score matrix (row i: -inf past
              column i). GB/s count x read and y written once.
+  axis       ak_softmax_axis down the columns (axis 0) of 128 x 128, 256 x
+             256, 128 x 1024, 1024 x 1024 and 16 x 32768. GB/s as softmax.
 
 --isa picks the instruction set of both builds (ak_set_isa; default auto).
 
@@ -82,7 +84,18 @@ def softmax_cases(np, attnkern, rng):
         yield label, call, np.empty_like(x), 2.0 * x.nbytes, "GB/s"
 
 
-CASES = {"attention": attention_cases, "skinny": skinny_cases, "softmax": softmax_cases}
+def axis_cases(np, attnkern, rng):
+    for rows, cols in ((128, 128), (256, 256), (128, 1024), (1024, 1024), (16, 32768)):
+        x = rng.standard_normal((rows, cols), dtype=np.float32)
+
+        def call(lib, out, x=x):
+            return lib.softmax_axis(x, axis=0, out=out)
+
+        yield f"softmax_axis 0 of {rows} x {cols}", call, np.empty_like(x), 2.0 * x.nbytes, "GB/s"
+
+
+CASES = {"attention": attention_cases, "skinny": skinny_cases, "softmax": softmax_cases,
+         "axis": axis_cases}
 
 
 def main(argv=None):

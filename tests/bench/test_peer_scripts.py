@@ -95,11 +95,11 @@ class PeerScripts(unittest.TestCase):
 
     def test_ab_builds_same_library_same_bits(self):
         lib = os.environ["AK_LIBRARY"]
-        r = run_script("ab_builds.py", args=[lib, lib, "--cases", "attention,skinny,softmax",
+        r = run_script("ab_builds.py", args=[lib, lib, "--cases", "attention,skinny,softmax,axis",
                                              "--reps", "1", "--min-time", "0.001"])
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
         lines = r.stdout.strip().splitlines()
-        self.assertEqual(len(lines), 14, r.stdout)
+        self.assertEqual(len(lines), 19, r.stdout)
         for line in lines:
             self.assertTrue(line.endswith("max |A - B| 0"), line)
 

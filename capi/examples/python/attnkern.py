@@ -4,6 +4,7 @@
     ak = attnkern.load()                       # $AK_LIBRARY, else the system's
     c = ak.sgemm(a, b)                         # a, b: float32, C-contiguous
     p = ak.softmax(c)
+    q = ak.softmax_axis(c, axis=0)             # down the columns
 
 Arrays must be numpy float32 and C-contiguous (``np.ascontiguousarray(x,
 dtype=np.float32)`` makes one); anything else is a TypeError or ValueError
@@ -324,6 +325,29 @@ class Library:
     def log_softmax(self, x, out=None):
         """log(softmax(x)) over the last axis; out may be x."""
         return self._rowwise(self.lib.ak_log_softmax, "ak_log_softmax", x, out)
+
+    def softmax_axis(self, x, axis=-1, out=None):
+        """Softmax along one axis of a contiguous array (ak_softmax_axis, as
+        torch.softmax(x, dim) does); out may be x (in place)."""
+        np = _numpy()
+        x = self._array(x, "x")
+        if x.ndim == 0:
+            raise ValueError("x must have at least one axis")
+        if not -x.ndim <= axis < x.ndim:
+            raise ValueError(f"axis {axis} is out of range for {x.ndim} dimensions")
+        axis %= x.ndim
+        if out is None:
+            out = np.empty_like(x)
+        out = self._array(out, "out", writable=True)
+        if out.shape != x.shape:
+            raise ValueError(f"out has shape {out.shape}, x has {x.shape}")
+        if out.ctypes.data != x.ctypes.data:
+            self._disjoint(out, x=x)
+        outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+        inner = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+        st = self.lib.ak_softmax_axis(outer, x.shape[axis], inner, self._ptr(x), self._ptr(out))
+        self.check(st, "ak_softmax_axis")
+        return out
 
     def attention_desc(self, **fields):
         """A fresh ak_attention_desc (ak_attention_desc_init), fields set.

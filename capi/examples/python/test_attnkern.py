@@ -185,6 +185,21 @@ class ArrayTest(unittest.TestCase):
                 np.testing.assert_allclose(ak.log_softmax(x), np.log(want),
                                            rtol=1e-5, atol=1e-5)
 
+    def test_softmax_axis_vs_numpy(self):
+        for shape, axis in [((5, 7), 0), ((3, 40, 9), 1), ((2, 3, 33), -1), ((6,), 0),
+                            ((4, 1, 5), 1)]:
+            x = 10 * self.rand(*shape)
+            x64 = x.astype(np.float64)
+            e = np.exp(x64 - x64.max(axis=axis, keepdims=True))
+            want = e / e.sum(axis=axis, keepdims=True)
+            with self.subTest(shape=shape, axis=axis):
+                np.testing.assert_allclose(ak.softmax_axis(x, axis), want, rtol=2e-6, atol=1e-7)
+                y = x.copy()
+                self.assertIs(ak.softmax_axis(y, axis, out=y), y)
+                np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-7)
+        with self.assertRaises(ValueError):
+            ak.softmax_axis(self.rand(2, 3), 2)
+
     def test_softmax_in_place_and_special_values(self):
         x = np.array([[1e30, -1e30, 0], [-np.inf, -np.inf, -np.inf],
                       [-np.inf, 0, 0]], dtype=np.float32)
