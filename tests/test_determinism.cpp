@@ -93,14 +93,17 @@ TEST_P(Determinism, Softmax) {
   // softmax_axis: many outer slices; one slice whose columns are cut into
   // pieces at different places for each thread count; one and three slices
   // whose bands of rows the team shares out, and one of fewer than 2^17
-  // elements that does so since the limit went to 2^15 (some columns past
-  // vexp_shifted's range, so that vectors take both exps; some rising, so
-  // that their shifts move and the bands' shifts differ).
+  // elements that does so since the limit went to 2^15; two planes of 2^13
+  // elements, one per thread (whole planes go out from 2^13 elements a
+  // thread; some columns past vexp_shifted's range, so that vectors take
+  // both exps; some rising, so that their shifts move and the bands'
+  // shifts differ).
   struct AxisShape {
     std::int64_t outer, axis, inner;
   };
-  for (const AxisShape a : {AxisShape{7, 301, 143}, AxisShape{1, 37, 2100}, AxisShape{1, 301, 640},
-                            AxisShape{3, 200, 700}, AxisShape{1, 256, 300}}) {
+  for (const AxisShape a :
+       {AxisShape{7, 301, 143}, AxisShape{1, 37, 2100}, AxisShape{1, 301, 640},
+        AxisShape{3, 200, 700}, AxisShape{1, 256, 300}, AxisShape{2, 64, 128}}) {
     auto t = random_normal(static_cast<std::size_t>(a.outer * a.axis * a.inner), 7, 4.0f);
     for (std::int64_t r = 0; r < a.axis; ++r) {
       for (std::int64_t i = 100; i < a.inner; i += 300)
