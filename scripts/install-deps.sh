@@ -5,6 +5,7 @@
 #   install-deps.sh --bench  also the benchmark peers (Google Benchmark, OpenBLAS, oneDNN) and
 #                            gnuplot-nox (bench/chart.py draws the SGEMM chart with it)
 #   install-deps.sh --clang  also Clang and its OpenMP runtime (scripts/test.sh --clang)
+#   install-deps.sh --fuzz   also Clang's sanitizer and libFuzzer runtimes (scripts/fuzz.sh)
 set -euo pipefail
 
 want=(cmake g++ make pkg-config libxsimd-dev libgtest-dev python3 python3-numpy python3-onnx golang-go)
@@ -19,8 +20,11 @@ if [[ "${1:-}" == "--bench" ]]; then
   # without it configuring the benchmark fails on a fresh machine.
   want+=(libbenchmark-dev libopenblas-dev libdnnl-dev ocl-icd-opencl-dev gnuplot-nox)
 fi
-if [[ "${1:-}" == "--clang" ]]; then
+if [[ "${1:-}" == "--clang" || "${1:-}" == "--fuzz" ]]; then
   want+=(clang libomp-dev)
+fi
+if [[ "${1:-}" == "--fuzz" ]]; then
+  want+=(libclang-rt-14-dev) # Debian 12's Clang is 14
 fi
 
 missing=()

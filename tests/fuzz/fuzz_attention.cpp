@@ -1,0 +1,293 @@
+// Coverage-guided differential fuzzing of ak_attention (libFuzzer).
+//
+// Each input picks a shape, a mask, windows, a bias and its broadcasting,
+// per-batch kv_lens, the four tensors' layouts, the optional outputs, the
+// instruction set and the thread count, and places a few special values (NaN,
+// +inf, -inf) in q, k, v or the bias; the data are unit normals from a seed
+// the input also picks. The call must then:
+// - when the descriptor is one the generator made invalid on purpose (an
+//   unknown mask, heads not a multiple of kv heads, a negative scale, a
+//   kv_lens entry out of range): return an error with a message, and write nothing;
+// - otherwise: return AK_OK and agree with the float64 reference
+//   (tests/reference_attention.cpp) within the suite's tolerances, with
+//   NaN exactly where the reference has NaN, exact zeros and -inf where no
+//   key is visible, out's padding and the memory past lse and probs
+//   untouched; and give the same bits on the other thread count.
+// A disagreement aborts, so that libFuzzer keeps the input.
+//
+// Build and run: scripts/fuzz.sh (Clang, ASan and UBSan). The same file,
+// built with AK_FUZZ_STANDALONE, replays the inputs named on its command
+// line (the regression corpus in tests/fuzz/corpus, run by ctest).
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "attnkern.h"
+#include "fuzz/fuzz_support.hpp"
+#include "reference_attention.hpp"
+
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+using ak_fuzz::kCanary;
+using ak_fuzz::same_bits;
+constexpr double kOutTol = 1e-5, kLseTol = 1e-5, kProbsTol = 1e-6; // as tests/test_attention.cpp
+
+[[noreturn]] void fail(const char *what, long long a = 0, long long b = 0, double got = 0,
+                       double want = 0) {
+  ak_fuzz::fail("fuzz_attention", what, a, b, got, want);
+}
+
+// A [batch, heads, len, dim] tensor in one of three layouts: all-zero
+// strides (contiguous), head-major with each row padded, or sequence-major
+// ([batch, len, heads, dim], the layout of a fused QKV projection).
+struct Tensor {
+  std::int64_t strides[3] = {0, 0, 0};
+  std::int64_t sb = 0, sh = 0, ss = 0; // resolved
+  std::vector<float> data;
+
+  void shape(int layout, std::int64_t batch, std::int64_t heads, std::int64_t len, std::int64_t dim,
+             std::int64_t pad) {
+    switch (layout) {
+    case 0:
+      sb = heads * len * dim, sh = len * dim, ss = dim;
+      break;
+    case 1:
+      ss = dim + pad, sh = len * ss, sb = heads * sh + pad;
+      break;
+    default:
+      sh = dim + pad, ss = heads * sh, sb = len * ss + pad;
+      break;
+    }
+    if (layout != 0) strides[0] = sb, strides[1] = sh, strides[2] = ss;
+    const std::int64_t n = batch * sb + 1; // +1: never empty
+    data.assign(static_cast<std::size_t>(n), kCanary);
+  }
+  float *at(std::int64_t b, std::int64_t h, std::int64_t s) {
+    return &data[b * sb + h * sh + s * ss];
+  }
+};
+
+struct Special {
+  int tensor; // 0 q, 1 k, 2 v, 3 bias
+  std::uint32_t where;
+  float value;
+};
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *bytes, std::size_t size) {
+  ak_fuzz::Choices in(bytes, size);
+  const char *isa = in.isa();
+  const int threads = in.threads();
+
+  ak_attention_desc d;
+  ak_attention_desc_init(&d);
+  bool invalid = false;
+  d.batch = in.in(1, 3);
+  d.num_kv_heads = in.in(1, 3);
+  d.num_heads = d.num_kv_heads * in.in(1, 4);
+  if (in.in<int>(0, 31) == 0 && d.num_kv_heads > 1)
+    d.num_heads += 1, invalid = true; // not a multiple of the kv heads
+  const bool long_kv = in.in<int>(0, 7) == 0;
+  d.q_len = in.in(0, long_kv ? 4 : 40);
+  d.kv_len = in.in(0, long_kv ? 1100 : 80);
+  d.head_dim = in.in(1, long_kv ? 40 : 72);
+  d.head_dim_v = in.in(0, long_kv ? 40 : 72);
+  switch (in.in<int>(0, 3)) {
+  case 0:
+    d.scale = 0.0f;
+    break;
+  case 1:
+    d.scale = in.real(0.01f, 1.0f);
+    break;
+  case 2: // (a negative scale is refused)
+    d.scale = in.flag() ? -in.real(0.01f, 1.0f) : in.real(1.0f, 3.0f);
+    invalid = invalid || d.scale < 0.0f;
+    break;
+  default:
+    d.scale = 1.0f;
+    break;
+  }
+  d.mask = in.in<std::int32_t>(0, 2);
+  if (in.in<int>(0, 63) == 0) d.mask = 3, invalid = true;
+  auto window = [&]() -> std::int64_t {
+    const int kind = in.in<int>(0, 3);
+    if (kind <= 1) return -1;
+    if (kind == 2) return in.in(0, 4);
+    return in.in(0, d.kv_len + 3);
+  };
+  d.window_left = window();
+  d.window_right = window();
+  const std::int64_t dv = d.head_dim_v == 0 ? d.head_dim : d.head_dim_v;
+
+  std::vector<std::int32_t> kv_lens;
+  if (in.flag()) {
+    for (std::int64_t b = 0; b < d.batch; ++b)
+      kv_lens.push_back(in.in<std::int32_t>(0, static_cast<std::int32_t>(d.kv_len)));
+    if (in.in<int>(0, 31) == 0) {
+      kv_lens.back() = in.flag() ? -1 : static_cast<std::int32_t>(d.kv_len + 1);
+      invalid = true;
+    }
+    d.kv_lens = kv_lens.data();
+  }
+
+  Tensor q, k, v, o;
+  const auto pad = [&] { return in.in(0, 5); };
+  q.shape(in.in<int>(0, 2), d.batch, d.num_heads, d.q_len, d.head_dim, pad());
+  k.shape(in.in<int>(0, 2), d.batch, d.num_kv_heads, d.kv_len, d.head_dim, pad());
+  v.shape(in.in<int>(0, 2), d.batch, d.num_kv_heads, d.kv_len, dv, pad());
+  o.shape(in.in<int>(0, 2), d.batch, d.num_heads, d.q_len, dv, pad());
+  std::memcpy(d.q_strides, q.strides, sizeof q.strides);
+  std::memcpy(d.k_strides, k.strides, sizeof k.strides);
+  std::memcpy(d.v_strides, v.strides, sizeof v.strides);
+  std::memcpy(d.o_strides, o.strides, sizeof o.strides);
+
+  // The bias: each of its [b, h, q] axes either strided or broadcast (0).
+  std::vector<float> bias;
+  if (in.flag()) {
+    const std::int64_t sq = d.kv_len, sh = d.q_len * sq, sb = d.num_heads * sh;
+    d.bias_strides[0] = in.flag() ? sb : 0;
+    d.bias_strides[1] = in.flag() ? sh : 0;
+    d.bias_strides[2] = in.flag() ? sq : 0;
+    bias.assign(static_cast<std::size_t>(d.batch * sb + 1), 0.0f);
+    d.bias = bias.data();
+  }
+
+  // Unit normals (scaled so that scores stay moderate), then the specials.
+  std::mt19937 rng(in.u32());
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const float qk_scale = 1.0f / std::sqrt(std::sqrt(static_cast<float>(d.head_dim)));
+  auto fill = [&](Tensor &t, std::int64_t heads, std::int64_t len, std::int64_t dim, float s) {
+    for (std::int64_t b = 0; b < d.batch; ++b)
+      for (std::int64_t h = 0; h < heads; ++h)
+        for (std::int64_t i = 0; i < len; ++i)
+          for (std::int64_t c = 0; c < dim; ++c) *(t.at(b, h, i) + c) = s * normal(rng);
+  };
+  fill(q, d.num_heads, d.q_len, d.head_dim, qk_scale);
+  fill(k, d.num_kv_heads, d.kv_len, d.head_dim, qk_scale);
+  fill(v, d.num_kv_heads, d.kv_len, dv, 1.0f);
+  const bool bias_masks = in.flag();
+  for (float &x : bias) {
+    x = normal(rng);
+    if (bias_masks && (rng() & 7) == 0) x = -kInf;
+  }
+  // Special values go either into q, k and the bias or into v, not both:
+  // the reference weighs a key of weight 0 (a -inf score) times an Inf in v
+  // as NaN, where the header says such a key feeds nothing.
+  const int n_special = in.in<int>(0, 3);
+  const bool specials_in_v = in.flag();
+  for (int s = 0; s < n_special; ++s) {
+    static const float kValues[] = {kNaN, kInf, -kInf};
+    const float value = kValues[in.in<int>(0, 2)];
+    const std::uint32_t where = in.u32();
+    std::vector<float> *t = specials_in_v ? &v.data : nullptr;
+    if (!specials_in_v) {
+      const int which = in.in<int>(0, 2);
+      t = which == 0 ? &q.data : which == 1 ? &k.data : &bias;
+    }
+    // Only over real entries: a canary slot (padding) stays as it is.
+    if (t->size() > 1) {
+      float &x = (*t)[where % (t->size() - 1)];
+      if (x != kCanary) x = value;
+    }
+  }
+
+  const bool want_lse = in.flag(), want_probs = in.flag();
+  const std::int64_t rows = d.batch * d.num_heads * d.q_len, kTail = 4;
+  std::vector<float> lse(static_cast<std::size_t>(rows + kTail), kCanary);
+  std::vector<float> probs(static_cast<std::size_t>(rows * d.kv_len + kTail), kCanary);
+  if (want_lse) d.lse = lse.data();
+  if (want_probs) d.probs = probs.data();
+
+  if (ak_set_isa(isa) != AK_OK) fail("ak_set_isa");
+  ak_set_num_threads(threads);
+  const ak_status st = ak_attention(&d, q.data.data(), k.data.data(), v.data.data(), o.data.data());
+  if (invalid) {
+    if (st == AK_OK) fail("an invalid descriptor was accepted");
+    if (std::strlen(ak_last_error()) == 0) fail("an error without a message");
+    for (float x : o.data)
+      if (x != kCanary) fail("out written on error");
+    for (float x : lse)
+      if (x != kCanary) fail("lse written on error");
+    for (float x : probs)
+      if (x != kCanary) fail("probs written on error");
+    return 0;
+  }
+  if (st != AK_OK) {
+    std::fprintf(stderr, "%s\n", ak_last_error());
+    fail("a valid descriptor was refused", st);
+  }
+
+  const ak_test::AttentionResult ref =
+      ak_test::ref_attention(d, q.data.data(), k.data.data(), v.data.data());
+  std::vector<char> written(o.data.size(), 0);
+  for (std::int64_t b = 0; b < d.batch; ++b)
+    for (std::int64_t h = 0; h < d.num_heads; ++h)
+      for (std::int64_t i = 0; i < d.q_len; ++i) {
+        const std::int64_t row = (b * d.num_heads + h) * d.q_len + i;
+        const double ref_lse = ref.lse[row];
+        const float *out = o.at(b, h, i);
+        for (std::int64_t c = 0; c < dv; ++c) {
+          written[out - o.data.data() + c] = 1;
+          const double want = ref.out[row * dv + c], got = out[c];
+          const bool ok = std::isnan(want)   ? std::isnan(got)
+                          : ref_lse == -kInf ? got == 0.0
+                          : std::isinf(want) ? got == want // an Inf in v
+                                             : std::fabs(got - want) <= kOutTol;
+          if (!ok) fail("out", row, c, got, want);
+        }
+      }
+  for (std::size_t e = 0; e < o.data.size(); ++e)
+    if (!written[e] && o.data[e] != kCanary) fail("out padding written", static_cast<long long>(e));
+  if (want_lse)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const double want = ref.lse[r], got = lse[r];
+      const bool ok = std::isnan(want) ? std::isnan(got)
+                      : std::isinf(want)
+                          ? got == want
+                          : std::fabs(got - want) <= kLseTol * std::fmax(1.0, std::fabs(want));
+      if (!ok) fail("lse", r, 0, got, want);
+    }
+  if (want_probs)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const bool nan_row = std::isnan(ref.lse[r]) || ref.lse[r] == kInf;
+      for (std::int64_t j = 0; j < d.kv_len; ++j) {
+        const double want = ref.probs[r * d.kv_len + j], got = probs[r * d.kv_len + j];
+        const bool ok = std::isnan(want) ? std::isnan(got)
+                        : want == 0.0    ? got == 0.0 || (nan_row && std::isnan(got))
+                                         : std::fabs(got - want) <= kProbsTol;
+        if (!ok) fail("probs", r, j, got, want);
+      }
+    }
+  for (std::int64_t t = 0; t < kTail; ++t) {
+    if (lse[rows + t] != kCanary) fail("lse past the end");
+    if (probs[rows * d.kv_len + t] != kCanary) fail("probs past the end");
+  }
+
+  // The same bits on the other thread count.
+  Tensor o2 = o;
+  std::vector<float> lse2(lse.size(), kCanary), probs2(probs.size(), kCanary);
+  std::fill(o2.data.begin(), o2.data.end(), kCanary);
+  if (want_lse) d.lse = lse2.data();
+  if (want_probs) d.probs = probs2.data();
+  ak_set_num_threads(3 - threads);
+  if (ak_attention(&d, q.data.data(), k.data.data(), v.data.data(), o2.data.data()) != AK_OK)
+    fail("the second call was refused");
+  for (std::size_t e = 0; e < o.data.size(); ++e)
+    if (!same_bits(o.data[e], o2.data[e]))
+      fail("out differs across thread counts", static_cast<long long>(e), 0, o2.data[e], o.data[e]);
+  for (std::size_t e = 0; e < lse.size(); ++e)
+    if (!same_bits(lse[e], lse2[e]))
+      fail("lse differs across thread counts", static_cast<long long>(e));
+  for (std::size_t e = 0; e < probs.size(); ++e)
+    if (!same_bits(probs[e], probs2[e]))
+      fail("probs differ across thread counts", static_cast<long long>(e));
+  return 0;
+}
