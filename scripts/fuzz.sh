@@ -17,9 +17,10 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${AK_FUZZ_BUILD_DIR:-$root/build-fuzz}"
+build="$(mkdir -p "$build" && cd "$build" && pwd)" # absolute: the run below cds into it
 
 if [ "${1:-}" = "--hex" ]; then # an input file as one corpus line
-  python3 -c 'import sys; print(open(sys.argv[1], "rb").read().hex())' "$2"
+  python3 -c 'import sys; print(open(sys.argv[1], "rb").read().hex())' "${2:?usage: scripts/fuzz.sh --hex FILE}"
   exit 0
 fi
 target="${1:?usage: scripts/fuzz.sh attention|softmax|sgemm [SECONDS] [libFuzzer args...]}"
@@ -30,6 +31,10 @@ case "$target" in
   *) echo "unknown target: $target" >&2; exit 2 ;;
 esac
 seconds="${1:-300}"
+if ! [[ "$seconds" =~ ^[0-9]+$ ]]; then
+  echo "SECONDS must be a whole number, not '$seconds' (libFuzzer arguments come after it)" >&2
+  exit 2
+fi
 if [ "$#" -gt 0 ]; then shift; fi
 
 "$root/scripts/install-deps.sh" --fuzz

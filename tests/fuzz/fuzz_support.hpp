@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "attnkern.h"
@@ -65,41 +66,51 @@ private:
 
 #ifdef AK_FUZZ_STANDALONE
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *bytes, std::size_t size);
-// Replays corpus files: one input per line, in hex ('#' starts a comment
-// line). Each input runs as under libFuzzer; a failing one aborts.
+// Replays corpus files: one input per line, in lowercase hex; blank lines
+// and lines starting with '#' are skipped (as scripts/fuzz.sh does when it
+// seeds libFuzzer). Each input runs as under libFuzzer, its file and line
+// named first, so that a failing one, which aborts, is found. A malformed
+// line, a missing file or a file without inputs returns 2.
 int main(int argc, char **argv) {
-  int inputs = 0;
   for (int a = 1; a < argc; ++a) {
     std::FILE *f = std::fopen(argv[a], "r");
     if (!f) {
       std::fprintf(stderr, "cannot open %s\n", argv[a]);
       return 2;
     }
-    std::vector<std::uint8_t> bytes;
-    int hi = -1;
-    bool comment = false, at_line_start = true;
-    for (int c; (c = std::fgetc(f)) != EOF;) {
-      if (c == '\n') {
-        if (!comment) LLVMFuzzerTestOneInput(bytes.data(), bytes.size()), ++inputs;
-        bytes.clear(), hi = -1, comment = false, at_line_start = true;
-        continue;
+    int inputs = 0, line_no = 0;
+    std::string line;
+    for (int c = 0; c != EOF;) {
+      line.clear();
+      while ((c = std::fgetc(f)) != EOF && c != '\n') line.push_back(static_cast<char>(c));
+      if (c == EOF && line.empty()) break;
+      ++line_no;
+      if (line.empty() || line[0] == '#') continue;
+      std::vector<std::uint8_t> bytes;
+      bool ok = line.size() % 2 == 0;
+      for (std::size_t i = 0; ok && i < line.size(); i += 2) {
+        const auto digit = [](char d) {
+          return d >= '0' && d <= '9' ? d - '0' : d >= 'a' && d <= 'f' ? d - 'a' + 10 : -1;
+        };
+        const int hi = digit(line[i]), lo = digit(line[i + 1]);
+        ok = hi >= 0 && lo >= 0;
+        bytes.push_back(static_cast<std::uint8_t>(hi << 4 | lo));
       }
-      if (at_line_start && c == '#') comment = true;
-      at_line_start = false;
-      if (comment) continue;
-      const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-      if (v < 0) {
-        std::fprintf(stderr, "%s: not a hex digit: '%c'\n", argv[a], c);
+      if (!ok) {
+        std::fprintf(stderr, "%s:%d: not an even number of lowercase hex digits\n", argv[a],
+                     line_no);
+        std::fclose(f);
         return 2;
       }
-      if (hi < 0)
-        hi = v;
-      else
-        bytes.push_back(static_cast<std::uint8_t>(hi << 4 | v)), hi = -1;
+      std::fprintf(stderr, "%s:%d\r", argv[a], line_no); // overwritten by the next one
+      LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
+      ++inputs;
     }
     std::fclose(f);
+    std::fprintf(stderr, "\n");
+    std::printf("%s: replayed %d inputs\n", argv[a], inputs);
+    if (inputs == 0) return 2;
   }
-  std::printf("replayed %d inputs\n", inputs);
-  return inputs > 0 ? 0 : 2;
+  return argc > 1 ? 0 : 2;
 }
 #endif
