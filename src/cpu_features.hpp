@@ -1,5 +1,5 @@
 // CPU feature detection, done by hand (CPUID + XGETBV) because xsimd 8.1's
-// detection misreports some AVX-512 CPUs (see DESIGN.md).
+// detection misreports some AVX-512 CPUs (see docs/design.md).
 #pragma once
 
 namespace attnkern {
@@ -10,7 +10,7 @@ struct CpuFeatures {
   bool avx512 = false;   // F + BW + DQ + VL, with the OS saving ZMM state
   bool neon = false;
   // CPUID vendor "GenuineIntel". For tuning choices measured to differ
-  // between vendors (softmax_rows' streaming stores); never for results.
+  // between vendors (the configuration tables in src/isa/); never for results.
   bool intel = false;
 };
 

@@ -44,6 +44,19 @@ struct AttentionArgs {
   float *lse, *probs;          // optional
 };
 
+// Where the softmax kernels write their output with streaming stores, chosen
+// per instruction set and CPU by the configuration table
+// (src/isa/config_<isa>.hpp). A threshold of 0 means never. Only where the
+// bits are stored changes, never their values.
+struct SoftmaxTuning {
+  // Row softmax: outputs (rows x cols floats, out of place) of at least
+  // this many bytes go through a per-thread row buffer to streaming stores.
+  std::int64_t stream_rows_min_bytes = 0;
+  // softmax_axis: pieces whose exponentials (in flight at once) reach this
+  // many bytes write them to y in streaming stores in the first pass.
+  std::int64_t stream_axis_min_bytes = 0;
+};
+
 // The SGEMM blocking of one instruction set (see ak_sgemm_blocking).
 struct GemmBlocking {
   std::int64_t mr, nr, mc, kc, nc, skinny_m, kc_narrow, narrow_n;

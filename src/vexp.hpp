@@ -18,7 +18,7 @@
 // within half an ulp and a hair. In float, without FMA, exp(x - m) with the
 // subtraction's error carried reached ~1.2 ulp, and a softmax weight adds
 // its own exponential's error to the sum's (of the opposite sign) and the
-// division's rounding: SSE2 rows reached 2.42e-7 against DESIGN.md's 2e-7.
+// division's rounding: SSE2 rows reached 2.42e-7 against docs/design.md's 2e-7.
 // With every exponential within ~0.5 ulp, and softmax rows summing them in
 // double there (rows_exp_sum_with), a row's weights are within 1.5 ulp
 // (1.8e-7) whatever the input (normal weights). (Scalar: also fewer

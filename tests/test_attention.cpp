@@ -5,7 +5,7 @@
 // masked keys and values, GQA); identical bits for every thread count; the
 // worked self-attention example.
 //
-// Tolerances (DESIGN.md): on inputs ~ N(0, 1) with the default scale, out to
+// Tolerances (docs/design.md): on inputs ~ N(0, 1) with the default scale, out to
 // 1e-5 absolute, lse to 1e-5 absolute (relative once |lse| > 1), probs to 1e-6
 // absolute. Entries that the definition fixes exactly (a row with no visible
 // key: out 0, lse -inf, probs 0; a masked key: probs 0) are compared exactly.
@@ -716,7 +716,7 @@ AK_INSTANTIATE_PER_ISA(AttentionGrid);
 
 class AttentionLongKv : public PerIsa {};
 
-// 32768 keys (DESIGN.md's accuracy limit) for a few queries.
+// 32768 keys (docs/design.md's accuracy limit) for a few queries.
 TEST_P(AttentionLongKv, KvLen32768WithinTolerance) {
   for (int mask : {AK_MASK_NONE, AK_MASK_CAUSAL_BOTTOM_RIGHT}) {
     Shape s;

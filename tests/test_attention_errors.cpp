@@ -1,6 +1,6 @@
 // Misuse of ak_attention and ak_mha_self_attention: every field of
 // ak_attention_desc and every pointer argument against the kinds of bad value
-// DESIGN.md lists, and the degenerate calls that must succeed.
+// docs/design.md lists, and the degenerate calls that must succeed.
 //
 // A rejected call must return the exact status, leave a message in
 // ak_last_error() that starts with the function's name and names the

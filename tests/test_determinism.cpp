@@ -1,4 +1,4 @@
-// Bit-identical results for 1, 2, 3, 4 and 8 threads (DESIGN.md: no
+// Bit-identical results for 1, 2, 3, 4 and 8 threads (docs/design.md: no
 // reduction is split by thread count), on every instruction set. Teams of
 // more than two run SGEMM's column groups (gemm_driver.hpp's plan_gemm).
 #include <gtest/gtest.h>

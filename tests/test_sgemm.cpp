@@ -139,7 +139,7 @@ int compare_to_reference(const GemmCase &g, const float *a, std::int64_t lda, co
                                             op_bt.data(), ld, g.beta, c0, ldc);
   const std::vector<double> ra = row_norms(false, g.m, g.k, op_a.data(), ld);
   const std::vector<double> cb = col_norms(true, g.k, g.n, op_bt.data(), ld);
-  // DESIGN.md: error <= 1e-6 sqrt(k) relative to the product of norms, plus
+  // docs/design.md: error <= 1e-6 sqrt(k) relative to the product of norms, plus
   // the rounding of the beta * C term.
   const double eps = std::numeric_limits<float>::epsilon();
   int bad = 0;
@@ -679,7 +679,7 @@ TEST_P(SgemmSkinny, DeepK) {
 // more rows). Small integers, so that every partial sum is exact in float
 // whatever the order: C must equal the integer result exactly, and a term
 // lost or taken twice at a block's edge shows (the random data of the
-// sweeps hides one term in 10^5 within DESIGN.md's tolerance).
+// sweeps hides one term in 10^5 within docs/design.md's tolerance).
 TEST_P(SgemmSkinny, DeepKExactSums) {
   const std::int64_t m_max = skinny_m_max() < 8 ? skinny_m_max() : 8;
   const std::int64_t n = 19, k = 98317;
@@ -752,7 +752,7 @@ TEST_P(SgemmSkinny, AliasedRowStrides) {
 }
 
 // Bit-identical results for 1 and 2 threads and for repeated calls (no
-// reduction may be split by thread count, DESIGN.md).
+// reduction may be split by thread count, docs/design.md).
 TEST_P(SgemmSkinny, DeterministicAcrossThreadsAndCalls) {
   // B of 2^21 floats and more, so that past 8 rows the skinny paths take
   // it too (sgemm_one), with up to 45 rows: the row groups of the widest

@@ -19,7 +19,7 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr double kEps = std::numeric_limits<float>::epsilon(); // one ulp at 1, relative
 
-// Error bounds. Softmax: DESIGN.md's 2e-7 relative per element on unit-scale
+// Error bounds. Softmax: docs/design.md's 2e-7 relative per element on unit-scale
 // inputs. On wider inputs the bound follows from the parts: exp within 1 ulp,
 // the rounding of the sum and of the division half an ulp each, summation a
 // fraction of an ulp: 3 ulp. Log-softmax y = x - (m + log s) is conditioned

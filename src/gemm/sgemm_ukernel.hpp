@@ -18,19 +18,6 @@
 namespace attnkern {
 namespace AK_ISA_NS {
 
-// The block-table entries every instruction set shares; each tile's table
-// (src/gemm/ukernels/) derives from this and states its shape and sizes:
-// width, mr, nv, mc, kc, nc and kc_narrow.
-struct GemmBlocksDefaults {
-  static constexpr std::int64_t direct_a_max_slivers = 16;  // A read in place up to n = 16 NR
-  static constexpr std::int64_t skinny_m = 8;               // m <= 8: the streaming path
-  static constexpr std::int64_t b_chunk_bytes = 128 * 1024; // B slivers per pass over A (L2)
-  static constexpr std::int64_t narrow_slivers = 4;         // n <= 4 NR takes kc_narrow
-  static constexpr std::int64_t b_share_bytes = 512 * 1024; // a thread's B slivers (L2), teams > 2
-  static constexpr std::int64_t direct_b_max_span_bytes = 128 * 1024; // B in place: k * ldb * 4
-  using wide_tile = void;                                             // no second tile
-};
-
 template <class V, int R, int NV, int AStep = R, bool PrefetchC = false, bool DirectB = false,
           bool CopyB = false>
 inline void sgemm_ukernel(std::int64_t kc, const float *__restrict ap, const float *__restrict bp,

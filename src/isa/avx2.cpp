@@ -8,6 +8,6 @@ namespace attnkern::avx2 {
 using V = XsimdVec<xsimd::fma3<xsimd::avx2>>;
 } // namespace attnkern::avx2
 
-#include "../gemm/ukernels/sgemm_ukernel_6x16_avx2.hpp"
+#include "config_avx2.hpp"
 
 #include "isa_table.inc"

@@ -9,6 +9,6 @@ namespace attnkern::avx512 {
 using V = XsimdVec<xsimd::avx512f>;
 } // namespace attnkern::avx512
 
-#include "../gemm/ukernels/sgemm_ukernel_12x32_avx512.hpp"
+#include "config_avx512.hpp"
 
 #include "isa_table.inc"

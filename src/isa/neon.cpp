@@ -7,6 +7,6 @@ namespace attnkern::neon {
 using V = XsimdVec<xsimd::neon64>;
 } // namespace attnkern::neon
 
-#include "../gemm/ukernels/sgemm_ukernel_8x12_neon.hpp"
+#include "config_neon.hpp"
 
 #include "isa_table.inc"

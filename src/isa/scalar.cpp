@@ -7,6 +7,6 @@ namespace attnkern::scalar {
 using V = ScalarVec;
 } // namespace attnkern::scalar
 
-#include "../gemm/ukernels/sgemm_ukernel_4x4_scalar.hpp"
+#include "config_scalar.hpp"
 
 #include "isa_table.inc"

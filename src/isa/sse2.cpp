@@ -7,6 +7,6 @@ namespace attnkern::sse2 {
 using V = XsimdVec<xsimd::sse2>;
 } // namespace attnkern::sse2
 
-#include "../gemm/ukernels/sgemm_ukernel_6x8_sse2.hpp"
+#include "config_sse2.hpp"
 
 #include "isa_table.inc"

@@ -54,21 +54,6 @@ constexpr std::int64_t kShortAxisMax = 32;
 
 constexpr std::int64_t kPieceMax = 1024; // floats: 4 KiB row segments
 
-// Out of place, pieces whose exponentials (axis_len x width floats, times
-// the pieces in flight at once) reach this size would have been evicted
-// before the second pass reads them (an L3 of 32 MiB streams the piece's x
-// through too): the first pass writes them with streaming stores instead,
-// saving the read of y that an ordinary store's miss costs. Then y crosses
-// the memory bus three times (written, read, written) and x once, where the
-// rows softmax takes three transfers in all. 1 thread, huge pages, cold
-// buffers, Gelem/s, alternating runs in one process: 4096 x 4096 1.41-1.58
-// -> 1.67-1.81 in four (2 threads 2.03-2.46 -> 2.41-3.15), 4096 x 2048 1.64 -> 1.84,
-// 8192 x 1024 1.88 -> 2.00, 2048 x 2048 1.61 -> 1.70; but pieces of 4-8
-// MiB that stay in L3 lose (1024 x 2048 2.25 -> 1.57, 2048 x 1024 2.11 ->
-// 1.57), 12 MiB is even (3072 x 1024 1.94 / 1.83). AVX-512 only: AVX2,
-// bound by its arithmetic here (~1.1 Gelem/s at 4096 x 4096), gained
-// nothing (ratios to the rows softmax 0.75-0.82 -> 0.70-0.78).
-constexpr std::int64_t kStreamPieceBytes = std::int64_t{16} << 20;
 // Rows requested ahead of each pass: the segments of a piece are a page
 // apart or more, where the hardware prefetchers stop (2048 x 2048, 1
 // thread: 0.9 -> 1.4 Gelem/s).
@@ -217,7 +202,7 @@ template <class V> struct AxisBand {
   AxisMerged mg;
   // Out of place only: the first pass's exponentials go to y in streaming
   // (non-temporal) stores, whole vectors aligned to their size (see
-  // kStreamPieceBytes).
+  // SoftmaxTuning::stream_axis_min_bytes).
   bool stream;
 
   // Vector j of a row: whole (Tail false), or the piece's last, n < W lanes
@@ -374,7 +359,7 @@ template <class V> struct AxisBand {
   // rounds the sum, and pairs broke the 2e-7 bound in the tests), and keep
   // them in y. Worst error against double over 2e7 unit-normal elements
   // (axes 33-4096, AVX-512): every term on its own 1.6e-7, pairs 1.7e-7,
-  // partials of 4 2.1e-7 (DESIGN.md's bound is 2e-7); pairs against every
+  // partials of 4 2.1e-7 (docs/design.md's bound is 2e-7); pairs against every
   // term alone, 1 thread, medians of 7: 1024 x 1024 2.24 -> 2.38 Gelem/s,
   // 300 x 300 1.91 -> 2.01. In place (Final), rows before a vector's `last`
   // store the exponentials against the merged shifts instead, since x will
@@ -768,9 +753,9 @@ void softmax_axis_short(std::int64_t outer, std::int64_t axis_len, std::int64_t 
 
 template <class V>
 KernelStatus softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
-                          const float *x, float *y, int threads) {
+                          const float *x, float *y, int threads, const SoftmaxTuning &tuning) {
   if (inner == 1) { // rows of a matrix
-    softmax_rows<V>(outer, axis_len, x, axis_len, y, axis_len, false, threads);
+    softmax_rows<V>(outer, axis_len, x, axis_len, y, axis_len, false, threads, tuning);
     return KernelStatus::ok;
   }
   // A thread per 32768 elements at least (per-thread work of a few
@@ -831,9 +816,12 @@ KernelStatus softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_
   // in streaming stores (whole vectors, which y's alignment and a multiple
   // of 16 columns keep aligned), one transfer of y fewer.
   const std::int64_t in_flight = by_band ? 1 : threads < outer * pieces ? threads : outer * pieces;
-  const bool stream = V::width == 16 && x != y && inner % 16 == 0 &&
+  // Out of place, pieces whose exponentials (axis_len x width floats, times
+  // the pieces in flight) reach the table's threshold would be evicted
+  // before the second pass reads them.
+  const bool stream = tuning.stream_axis_min_bytes > 0 && x != y && inner % 16 == 0 &&
                       reinterpret_cast<std::uintptr_t>(y) % 64 == 0 &&
-                      axis_len * width * 4 * in_flight >= kStreamPieceBytes;
+                      axis_len * width * 4 * in_flight >= tuning.stream_axis_min_bytes;
   const auto piece = [&](std::int64_t op, float *set, bool team) {
     const std::int64_t o = op / pieces, p = op % pieces;
     const std::int64_t off = o * axis_len * inner + p * width;

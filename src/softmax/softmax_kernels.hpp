@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "../cpu_features.hpp"
+#include "../kernel_table.hpp"
 #include "../scratch.hpp"
 #include "../simd.hpp"
 #include "../threading.hpp"
@@ -569,23 +569,8 @@ private:
   int left_; // items left without a guess; -1: never
 };
 
-// Softmax and log-softmax rows whose output is large go through a
-// per-thread row buffer (in L1/L2) and reach y in streaming stores, on
-// Intel CPUs: an ordinary store's miss first reads y's line (a third
-// transfer besides x's read and y's write), and one Intel core's bandwidth
-// is bound by its misses in flight. 2-core Xeon VM (L2 2 MiB), ak_bench
-// A/B, alternating runs, medians of 3-5, GB/s. Softmax, 4096 x 4096 out of
-// cache: AVX-512 1 thread 9.9-11.0 -> 12.7-13.3, 2 threads 19.5-20.2 ->
-// 20.2-25.5; AVX2, bound by its arithmetic, lost (1 thread 8.5-9.6 ->
-// 5.5-8.7), hence AVX-512 only. Log-softmax, 4096 x 4096 not rotated (out
-// of cache all the same here): 1 thread 9.6 / 10.0 -> 14.3 / 14.1, 2
-// threads 18.8 / 18.2 -> 29.5 / 26.4. On the Zen 4 VM the same scheme lost
-// (softmax, 1 thread 2.3 -> 1.6 Gelem/s, 2 threads 3.3 -> 3.0,
-// bench/README.md), hence Intel only. Outputs below 32 MiB keep ordinary
-// stores: what the caller reads next is then likely still in cache; rows
-// longer than kStreamRowMax floats would not fit the buffer in L2. The
-// same arithmetic either way: only where y's bits are stored changes.
-constexpr std::int64_t kStreamRowsBytes = std::int64_t{32} << 20;
+// Rows longer than this many floats never stream: their row buffer would
+// not fit in L2.
 constexpr std::int64_t kStreamRowMax = 65536;
 
 // dst[0:n) = src[0:n): whole vectors at vector-aligned addresses of dst in
@@ -600,7 +585,7 @@ template <class V> void store_row_streaming(const float *src, float *dst, std::i
 
 template <class V>
 void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int64_t ldx, float *y,
-                  std::int64_t ldy, bool log, int threads) {
+                  std::int64_t ldy, bool log, int threads, const SoftmaxTuning &tuning) {
   // Rows of up to 16 vectors go R at a time (128 x 128, 1 thread: see
   // softmax_rows_at), the rest one at a time; either way each row gets the
   // same arithmetic, so the grouping never changes a result.
@@ -610,9 +595,13 @@ void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int
   // A thread per 4096 elements at least (a few microseconds of work each).
   threads = threads_for_work(threads, static_cast<double>(rows) * cols, 1 << 12);
   if (threads > items) threads = static_cast<int>(items);
-  const bool stream = V::width == 16 && cpu_features().intel && x != y && per_item == 1 &&
+  // Large outputs through a row buffer to streaming stores, where the
+  // configuration table asks for it (SoftmaxTuning); the same arithmetic
+  // either way.
+  const bool stream = tuning.stream_rows_min_bytes > 0 && x != y && per_item == 1 &&
                       cols <= kStreamRowMax &&
-                      static_cast<double>(rows) * static_cast<double>(cols) * 4 >= kStreamRowsBytes;
+                      static_cast<double>(rows) * static_cast<double>(cols) * 4 >=
+                          static_cast<double>(tuning.stream_rows_min_bytes);
   // staged: the row buffer, or nullptr (rows written straight into y)
   const auto thread_rows = [&](std::int64_t t, float *staged) {
     // log-softmax, and softmax out of place with FMA, guess

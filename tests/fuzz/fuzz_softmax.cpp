@@ -3,7 +3,7 @@
 //
 // Each input picks the function, the shape (short and long rows, short and
 // long axes), the leading dimensions, in place or not, the scale of the
-// normal data (unit scale, where DESIGN.md's 2e-7 applies, or wide), -inf
+// normal data (unit scale, where docs/design.md's 2e-7 applies, or wide), -inf
 // entries (masking), a few special values (NaN, +inf, -inf, +-3e38, a
 // subnormal), the instruction set and the thread count. The call must then:
 // - for a shape the generator made invalid on purpose (a negative size, a
@@ -133,7 +133,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *bytes, std::size_t siz
     if (is_entry(e, ldx)) x[e] = value, special = true;
   }
   // 3e38 among moderate values leaves the others' weights at 0 and its own
-  // at 1, which the 3-ulp bound covers; unit scale is DESIGN.md's case only
+  // at 1, which the 3-ulp bound covers; unit scale is docs/design.md's case only
   // without such values.
   const double rel = unit_scale && !special ? 2e-7 : 3 * kEps;
 

@@ -1,11 +1,8 @@
-// The NEON SGEMM micro-kernel, a 8 x 12 register tile, and the cache
-// blocking that feeds it. The kernel body is the shared template of
-// ../sgemm_ukernel.hpp instantiated at this shape (GemmBlocks::mr rows,
-// GemmBlocks::nv vectors); this file is where the shape and the block sizes
-// for this instruction set are chosen, and why.
+// The NEON configuration table: the SGEMM register tile and cache blocks,
+// and where the softmax kernels stream their output.
 #pragma once
 
-#include "../sgemm_ukernel.hpp"
+#include "config_common.hpp"
 
 namespace attnkern::neon {
 // 8 x 12 tile: 24 of the 32 q registers accumulate, 3 hold B, 1 A.
@@ -15,5 +12,8 @@ struct GemmBlocks : GemmBlocksDefaults {
   static constexpr std::int64_t kc_narrow = kc;
 };
 static_assert(GemmBlocks::mr == 8 && GemmBlocks::nv * GemmBlocks::width == 12,
-              "the file name states the tile shape");
+              "the comment states the tile shape");
+
+// No streaming stores (not measured on NEON).
+inline SoftmaxTuning softmax_tuning(const CpuFeatures &) { return softmax_tuning_defaults(); }
 } // namespace attnkern::neon

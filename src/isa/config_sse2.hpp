@@ -1,11 +1,8 @@
-// The SSE2 SGEMM micro-kernel, a 6 x 8 register tile, and the cache
-// blocking that feeds it. The kernel body is the shared template of
-// ../sgemm_ukernel.hpp instantiated at this shape (GemmBlocks::mr rows,
-// GemmBlocks::nv vectors); this file is where the shape and the block sizes
-// for this instruction set are chosen, and why.
+// The SSE2 configuration table: the SGEMM register tile and cache blocks,
+// and where the softmax kernels stream their output.
 #pragma once
 
-#include "../sgemm_ukernel.hpp"
+#include "config_common.hpp"
 
 namespace attnkern::sse2 {
 // 6 x 8 tile: 12 of the 16 xmm registers accumulate (no FMA: multiply, add).
@@ -15,5 +12,8 @@ struct GemmBlocks : GemmBlocksDefaults {
   static constexpr std::int64_t kc_narrow = kc;
 };
 static_assert(GemmBlocks::mr == 6 && GemmBlocks::nv * GemmBlocks::width == 8,
-              "the file name states the tile shape");
+              "the comment states the tile shape");
+
+// No streaming stores: bound by the arithmetic.
+inline SoftmaxTuning softmax_tuning(const CpuFeatures &) { return softmax_tuning_defaults(); }
 } // namespace attnkern::sse2
