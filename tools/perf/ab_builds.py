@@ -2,8 +2,8 @@
 """A/B of two libattnkern builds in one process: the same calls on the same
 buffers, samples alternating between the builds, medians reported as B / A.
 
-    python3 bench/ab_builds.py A/libattnkern.so.1 B/libattnkern.so.1 --threads 1,2
-    python3 bench/ab_builds.py A.so B.so --cases skinny --reps 9
+    python3 tools/perf/ab_builds.py A/libattnkern.so.1 B/libattnkern.so.1 --threads 1,2
+    python3 tools/perf/ab_builds.py A.so B.so --cases skinny --reps 9
 
 Each library file is loaded as its own copy (ctypes loads a path, and two
 files are two objects even with the same soname), so a change can be timed
@@ -34,11 +34,13 @@ each (peer_common.py).
 """
 
 import argparse
+import os
 import statistics
 import sys
 import time
 
-from peer_common import load_attnkern, parse_threads, positive_int, time_sample
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from peer_common import load_attnkern, parse_threads, positive_int, time_sample  # noqa: E402
 
 PAUSE_S = 0.02
 
