@@ -3,8 +3,9 @@
 in peer_stubs/ (float64 versions of the peers' operations), on the real
 attnkern ($AK_LIBRARY): their cases, bindings, agreement checks and reports.
 Also runs tools/perf/ort_probe.py once on the stand-in, tools/perf/ab_builds.py
-with the library as both builds (every row must report equal bits), and
-checks that tools/perf/column_pattern_probe.cpp builds and runs.
+with the library as both builds (every row must report equal bits, and the
+Markdown table must hold every row), and checks that
+tools/perf/column_pattern_probe.cpp builds and runs.
 
 For each script: every table is reported, every row agrees with the
 stand-in and the exit status is 0; and with the stand-ins perturbed by 1 %
@@ -94,14 +95,28 @@ class PeerScripts(unittest.TestCase):
         self.assertEqual(r.stdout.count("encoder "), 2, r.stdout)
 
     def test_ab_builds_same_library_same_bits(self):
+        # Every family (the default --cases): 5 attention, 4 decode, 6 skinny,
+        # 5 sgemm, 3 softmax and 5 axis cases at one thread count.
         lib = os.environ["AK_LIBRARY"]
-        r = run_script("ab_builds.py", args=[lib, lib, "--cases", "attention,skinny,softmax,axis",
-                                             "--reps", "1", "--min-time", "0.001"], where=TOOLS)
-        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
-        lines = r.stdout.strip().splitlines()
-        self.assertEqual(len(lines), 19, r.stdout)
-        for line in lines:
-            self.assertTrue(line.endswith("max |A - B| 0"), line)
+        with tempfile.TemporaryDirectory() as tmp:
+            md = os.path.join(tmp, "ab.md")
+            r = run_script("ab_builds.py", args=[lib, lib, "--reps", "1", "--min-time", "0.001",
+                                                 "--markdown", md], where=TOOLS)
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+            lines = r.stdout.strip().splitlines()
+            self.assertEqual(len(lines), 28, r.stdout)
+            for line in lines:
+                self.assertTrue(line.endswith("max |A - B| 0"), line)
+            for family in ("attention", "decode", "skinny", "sgemm", "softmax", "softmax_axis"):
+                self.assertTrue(any(line.startswith(family + " ") for line in lines), family)
+            with open(md, encoding="utf-8") as f:
+                table = [row for row in f.read().splitlines() if row.startswith("| ")]
+        self.assertEqual(table[0], "| case | thr | A | B | unit | B/A | max abs(A − B) |")
+        self.assertEqual(len(table), 1 + 28)
+        for row in table[1:]:
+            cells = [c.strip() for c in row.strip("|").split("|")]
+            self.assertEqual(len(cells), 7, row)
+            self.assertEqual(cells[-1], "0", row)
 
     def test_column_pattern_probe_builds_and_runs(self):
         # Linux on x86-64 only (AVX-512 intrinsics, madvise); run where the
