@@ -137,3 +137,7 @@ chart_args=(--out "${out%.json}-sgemm.png" --attention-out "${out%.json}-attenti
   chart_args+=(--attention-out "$AK_BENCH_ATTENTION_CHART_OUT")
 python3 "$here/chart.py" "$out" "${chart_args[@]}" ||
   echo "== warning: no chart (chart.py failed; see above)" >&2
+
+# The summary once more, last, so it is on screen without scrolling back.
+echo >&2
+sed -n '/^### Summary/,/^### Context/p' "$md" | sed '$d'
