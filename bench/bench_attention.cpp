@@ -475,7 +475,7 @@ void BM_membw(benchmark::State &state, int threads) {
 // std::memcpy of each thread's contiguous share (split at 64-byte
 // boundaries). Counted: 128 MiB read + 128 MiB written, as the softmax GB/s
 // counts x and y. glibc switches memcpy to non-temporal stores only above
-// its x86_non_temporal_threshold (240 MiB with glibc 2.36 on this VM, see
+// its x86_non_temporal_threshold (hundreds of MiB, see
 // `ld.so --list-tunables`), so a 64-128 MiB share is copied with ordinary
 // stores, like a softmax writes y: the destination is also read for
 // ownership, as it is there.

@@ -176,8 +176,8 @@ void settle(Impl impl, int threads) {
   const Pool pool = impl == Impl::openblas ? Pool::openblas : Pool::openmp;
   if (g_last_pool != Pool::none && g_last_pool != pool && g_last_threads > 1) {
     // Idle workers busy-wait before they sleep: OpenBLAS (pthreads build)
-    // for about 2^28 cycles (~0.1 s here), GNU OpenMP for a few ms. Measured
-    // with getrusage on this machine; the waits below cover both.
+    // for about 2^28 cycles (~0.1 s), GNU OpenMP for a few ms; the waits
+    // below cover both, so no spinning pool steals a core from the next one.
     std::this_thread::sleep_for(
         std::chrono::milliseconds(g_last_pool == Pool::openblas ? 200 : 20));
   }

@@ -16,13 +16,10 @@ const char *impl_name(Impl impl);
 // 64-byte aligned float storage, zero-filled (so its pages are touched before
 // anything is timed). Buffers of kHugeBufferBytes and more are 2 MiB-aligned
 // and advised as transparent huge pages (unless AK_BENCH_HUGEPAGES=0), for
-// every implementation and the bandwidth references alike: on 4 KiB pages
-// this VM's streaming reads ran at a rate that followed the buffer, not the
-// code (one loop over two 128 MiB buffers of one process: 14-17 GB/s on the
-// first allocated, 22-25 on the other, and the other way round with the
-// allocations swapped), so a kernel and the read reference it is held to
-// could differ by a third for where their pages lay; on huge pages every
-// buffer read at 26-28 GB/s.
+// every implementation and the bandwidth references alike: on 4 KiB pages a
+// streaming read's rate can follow where the buffer lies rather than the code
+// reading it (by up to a third between two buffers of one process), which
+// would skew a kernel against the read reference it is held to.
 constexpr std::size_t kHugeBufferBytes = std::size_t{4} << 20;
 class Buffer {
 public:
@@ -88,8 +85,8 @@ const Buffer &membw_read_buffer();
 // GB/s of a streaming read of membw_read_buffer() on `threads` threads,
 // taken now: the median of three passes. The memory-bound benchmarks
 // (decode, skinny SGEMM) take one before and one after their timed loop and
-// report the mean as the counter read_adj: this VM's read rate drifts by
-// 10-20 % over minutes, so a reference taken next to the workload is the
+// report the mean as the counter read_adj: on a shared machine the read rate
+// drifts by 10-20 % over minutes, so a reference taken next to the workload is the
 // steadier yardstick for its % of read BW (the run's membw/read stays in the
 // tables beside it).
 double read_gbps_now(int threads);

@@ -86,15 +86,38 @@ std::string cpu_model() {
 
 void add(const char *key, const std::string &value) { benchmark::AddCustomContext(key, value); }
 
+// The environment variables that change what is measured, then the binary's
+// arguments: how to repeat the run (compare.py's summary prints it).
+std::string own_command(int argc, char **argv) {
+  static const char *const vars[] = {"AK_ISA",
+                                     "ONEDNN_MAX_CPU_ISA",
+                                     "AK_BENCH_OPENBLAS_CORETYPE",
+                                     "AK_BENCH_THREADS",
+                                     "AK_BENCH_HUGEPAGES",
+                                     "AK_BENCH_TOLERANCE",
+                                     "OMP_PROC_BIND",
+                                     "OMP_PLACES"};
+  std::string line;
+  for (const char *var : vars) {
+    if (const char *value = std::getenv(var)) line += std::string(var) + "=" + value + " ";
+  }
+  for (int i = 0; i < argc; ++i) line += (i ? " " : "") + std::string(argv[i]);
+  return line;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   const std::string coretype_note = settle_openblas_coretype(argv);
+  const std::string command = own_command(argc, argv); // before Initialize takes the flags
 
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
 
   add("cpu_model", cpu_model());
+  add("ak_bench_command", command);
+  // bench/run.sh's own command line, when it started the run.
+  if (const char *run = std::getenv("AK_BENCH_COMMAND")) add("run_command", run);
   add("attnkern_version", ak_version());
   add("attnkern_isa", ak_get_isa());
   add("openblas_corename", akb::peers::openblas_corename());

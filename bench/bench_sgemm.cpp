@@ -80,10 +80,10 @@ std::vector<GemmShape> gemm_shapes() {
   }
   // Decode projections: a few token rows times a 4096 x 4096 weight, B stored
   // k x n (skinny_nn) or n x k (skinny_nt, the usual weight layout). All of
-  // them share one 64 MiB B (twice L3 here), so B comes from memory on every call:
-  // the table reads them in GB/s. m = 16, 32 and 48: batched decode steps
-  // (the target covers 1-8; the skinny path takes B stored n x k up
-  // to 32 rows, k x n up to 48 on AVX-512).
+  // them share one 64 MiB B (larger than a typical L3), so B comes from memory
+  // on every call: the table reads them in GB/s. m = 16, 32 and 48: batched
+  // decode steps (the skinny target covers 1-8; the skinny path takes B stored
+  // n x k up to 32 rows, k x n up to 48 on AVX-512).
   for (std::int64_t m : {1, 2, 4, 8, 16, 32, 48}) {
     for (bool tb : {false, true}) {
       shapes.push_back({std::string(tb ? "skinny_nt_m" : "skinny_nn_m") + std::to_string(m), false,

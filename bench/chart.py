@@ -17,7 +17,7 @@ useful FLOPs of compare.py's table, causal halved) against L on a log2 axis,
 one panel per head dimension d (rows) and thread count (columns), a line per
 implementation (attnkern, unfused oneDNN) and mask (no mask solid, causal
 dashed), with the measured FMA peak at that thread count (same choice as
-above) and the issue's target fraction of it (60 % for d=128, 50 % for d=64)
+above) and the prefill target fraction of it (60 % for d=128, 50 % for d=64)
 as horizontal lines when the JSON has the peak. The default output is
 RESULTS-attention.png next to the JSON; every further --attention-out gets a
 copy. Without attention/ results there is no such PNG (and no message).
@@ -59,7 +59,7 @@ def collect(entries, shape_re):
 
 # attention/<impl>/d<d>_L<L>_<mask>: implementations in legend order (others
 # found in the JSON follow, sorted), the line style of each mask, and the
-# issue's prefill target as a fraction of the measured FMA peak per d.
+# prefill target as a fraction of the measured FMA peak per d.
 ATTN_IMPLS = [("attnkern", "#d62728"), (compare.UNFUSED, "#1f77b4")]
 ATTN_OTHER_COLORS = ["#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
 ATTN_MASKS = [("nomask", "no mask", 1), ("causal", "causal", 2)]  # (name, title, dash type)

@@ -1,7 +1,17 @@
 #!/usr/bin/env python3
 """Markdown tables from ak_bench's Google Benchmark JSON output.
 
-    compare.py RESULTS.json [--out FILE.md]
+    compare.py RESULTS.json [--out FILE.md] [--command TEXT]
+    compare.py RESULTS.json --update-readme bench/README.md --section avx512
+
+The report opens with a summary: per kernel family and thread count,
+attnkern against each peer as the geometric mean of the per-row ratios and
+the worst row, with the machine, the instruction sets in use and the command
+(--command, else the one bench/run.sh recorded in the JSON, else ak_bench's
+own arguments). The full tables follow. --update-readme FILE --section NAME
+replaces the text between the lines <!-- results:NAME:begin --> and
+<!-- results:NAME:end --> of FILE with the report, under a line naming the
+machine, ISA, date and command.
 
 Reads the file written by `ak_bench --benchmark_out=RESULTS.json
 --benchmark_out_format=json`. With --benchmark_repetitions the median
@@ -43,7 +53,7 @@ COUNTERS = ["flops", "bytes", "read_adj"]
 SOFTMAX_IMPLS = ["attnkern", "onednn", "scalar"]
 SOFTMAX_VARIANTS = ["attnkern_log", "attnkern_axis"]
 COLD_SUFFIX = "_cold"  # softmax/<impl>/<rows>x<cols>_cold: rotated buffers, out of cache
-# The issue's in-cache softmax shapes (the 1.5x-over-oneDNN target).
+# The in-cache softmax shapes of the softmax target (1.5x over oneDNN).
 SOFTMAX_IN_CACHE = ["128x128", "1024x1024", "16x32768"]
 PRETTY = {"attnkern": "attnkern", "onednn": "oneDNN", "openblas": "OpenBLAS",
           "scalar": "scalar", "unfused_onednn": "unfused oneDNN",
@@ -64,6 +74,8 @@ CONTEXT_KEYS = [
     ("scalar_softmax", "scalar softmax"),
     ("unfused_attention", "unfused attention"),
     ("date", "date"),
+    ("run_command", "command"),
+    ("ak_bench_command", "ak_bench command"),
     ("load_avg", "load average at start"),
     ("library_build_type", "Google Benchmark library build"),
 ]
@@ -572,7 +584,7 @@ def softmax_table(entries, has_cv):
 
 def softmax_summary(entries):
     """Bullets against the softmax targets, per thread count: attnkern/oneDNN
-    over the issue's in-cache shapes (geomean and minimum), and the cold
+    over the target's in-cache shapes (geomean and minimum), and the cold
     shape's GB/s as a % of the membw copy."""
     copy_bw = membw_by_threads(entries, "copy")
     threads = sorted({t for (k, _, t) in entries if k == "softmax"})
@@ -732,7 +744,7 @@ def peak_table(entries, has_cv, context):
 
 
 def sgemm_table(entries, has_cv, pk):
-    """The three-way table of the issue's shapes (squares, attention) and any
+    """The three-way table of the target shapes (squares, attention) and any
     other sgemm shape that has no table of its own; "% of peak" columns when
     the JSON has peak benchmarks."""
     impls = SGEMM_IMPLS
@@ -785,8 +797,8 @@ def sgemm_table(entries, has_cv, pk):
     return lines
 
 
-def issue_summary(entries):
-    """Bullets: geomean and minimum of attnkern/peer over the issue's shape set
+def target_summary(entries):
+    """Bullets: geomean and minimum of attnkern/peer over the target shape set
     (squares NN and NT 64..2048, qk_ and pv_), per thread count."""
     per = {}  # threads -> peer -> [(ratio, shape)]
     for (kind, shape, threads), by_impl in entries.items():
@@ -810,7 +822,7 @@ def issue_summary(entries):
             n = f"{len(rs)} shape" + ("s" if len(rs) != 1 else "")
             parts.append(f"attnkern/{PRETTY[peer]} geomean **{gm:.2f}** over {n}, "
                          f"min {lo:.2f} (`{where}`)")
-        lines.append(f"- issue shape set (nn_/nt_ 64–2048, qk_/pv_), {t} thr: "
+        lines.append(f"- target shape set (nn_/nt_ 64–2048, qk_/pv_), {t} thr: "
                      + "; ".join(parts))
     return lines
 
@@ -1052,8 +1064,125 @@ def openblas_core_warning(context):
             "against them.")
 
 
-def render(context, entries, reps):
-    out = []
+# ------------------------------------------------------------------ summary
+
+# The families of the summary: (title, kind, row filter on the shape,
+# counter, peers). The ratio attnkern/peer is the same on either counter of
+# a row; the counter only has to exist for both.
+def _is_cold(shape):
+    return shape.endswith(COLD_SUFFIX)
+
+
+SUMMARY_FAMILIES = [
+    ("SGEMM", "sgemm", lambda s: sgemm_group(s) != "skinny", "flops", ["onednn", "openblas"]),
+    ("SGEMM skinny (decode projections)", "sgemm", lambda s: sgemm_group(s) == "skinny", "bytes",
+     ["onednn", "openblas"]),
+    ("SGEMM batched", "sgemm_batched", lambda s: True, "flops", ["onednn"]),
+    ("softmax, in cache", "softmax", lambda s: not _is_cold(s), "bytes", ["onednn", "scalar"]),
+    ("softmax, out of cache", "softmax", _is_cold, "bytes", ["onednn", "scalar"]),
+    ("prefill, no mask", "attention", lambda s: s.endswith("_nomask"), "flops", [UNFUSED]),
+    ("prefill, causal", "attention", lambda s: s.endswith("_causal"), "flops", [UNFUSED]),
+    ("encoder", "encoder", lambda s: True, "flops", [UNFUSED]),
+    ("decode, q_len 1", "decode", lambda s: not re.search(r"_q\d+_", s), "bytes", [UNFUSED]),
+    ("decode, a few queries", "decode", lambda s: bool(re.search(r"_q\d+_", s)), "bytes",
+     [UNFUSED]),
+]
+SUMMARY_PEERS = ["onednn", "openblas", UNFUSED, "scalar"]
+SUMMARY_PEER_TITLES = {"onednn": "vs oneDNN", "openblas": "vs OpenBLAS",
+                       UNFUSED: "vs unfused oneDNN", "scalar": "vs scalar loop"}
+
+
+def summary_rows(entries):
+    """[(family, threads, rows, {peer: (geomean, (worst ratio, shape), n)})] in
+    family order, thread counts ascending; families without rows left out."""
+    result = []
+    for title, kind, pick, counter, peers in SUMMARY_FAMILIES:
+        per_t = {}
+        for (k, shape, threads), by_impl in entries.items():
+            if k != kind or not pick(shape):
+                continue
+            _, va = cell(by_impl, "attnkern", counter, 1.0)
+            if va is None:
+                continue
+            slot = per_t.setdefault(threads, {"rows": 0, "ratios": {}})
+            slot["rows"] += 1
+            for peer in peers:
+                _, vp = cell(by_impl, peer, counter, 1.0)
+                r = ratio(va, vp)
+                if r is not None:
+                    slot["ratios"].setdefault(peer, []).append((r, shape))
+        for t in sorted(per_t):
+            slot = per_t[t]
+            by_peer = {p: (geomean([r for r, _ in rs]), min(rs, key=lambda x: x[0]), len(rs))
+                       for p, rs in slot["ratios"].items()}
+            result.append((title, t, slot["rows"], by_peer))
+    return result
+
+
+def run_command(context, command=None):
+    """The command of the run: given, else recorded by run.sh, else ak_bench's."""
+    return command or context.get("run_command") or context.get("ak_bench_command") or ""
+
+
+def machine_line(context):
+    cpu = context.get("cpu_model", "unknown CPU")
+    cpus = context.get("num_cpus")
+    parts = [f"{cpu}" + (f", {cpus} logical CPUs" if cpus else "")]
+    if context.get("attnkern_isa"):
+        parts.append(f"attnkern ISA {context['attnkern_isa']}")
+    if context.get("onednn_isa"):
+        parts.append(f"oneDNN ISA {context['onednn_isa']}")
+    if context.get("openblas_corename"):
+        parts.append(f"OpenBLAS core {context['openblas_corename']}")
+    return "; ".join(parts)
+
+
+def render_summary(context, entries, reps, command=None):
+    rows = summary_rows(entries)
+    rep = max(reps) if reps else 1
+    out = ["### Summary", ""]
+    out.append(f"- machine: {machine_line(context)}")
+    cmd = run_command(context, command)
+    if cmd:
+        out.append(f"- command: `{cmd}`")
+    if context.get("date"):
+        out.append(f"- date: {context['date']}")
+    how = f"medians of {rep} repetitions" if rep > 1 else "single runs"
+    out.append(f"- attnkern/peer per row ({how}), geometric mean over the family's rows, "
+               "and the worst row; > 1: attnkern is faster")
+    out.append("")
+    if not rows:
+        out += ["(no benchmark with a peer in this file)", ""]
+        return out
+    peers = [p for p in SUMMARY_PEERS if any(p in r[3] for r in rows)]
+    head = ["family", "thr", "rows"] + [SUMMARY_PEER_TITLES[p] for p in peers]
+    out += header(head, 1)
+    for title, t, n, by_peer in rows:
+        cells = [title, str(t), str(n)]
+        for p in peers:
+            if p not in by_peer:
+                cells.append("—")
+                continue
+            gm, (lo, where), count = by_peer[p]
+            of = f", {count} of {n}" if count != n else ""
+            cells.append(f"**{gm:.2f}** (worst {lo:.2f} `{where}`{of})")
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    return out
+
+
+def active_peaks(pk, context):
+    """The peaks of the instruction set attnkern ran (AK_ISA=avx2 on an AVX-512
+    machine: the AVX2 peak is the yardstick) and of the narrower ones."""
+    isa = str(context.get("attnkern_isa", "")).strip().lower()
+    if isa not in ISA_ORDER:
+        return pk
+    rank = ISA_ORDER.index(isa)
+    return {k: v for k, v in pk.items() if k[0] in ISA_ORDER and ISA_ORDER.index(k[0]) >= rank}
+
+
+def render(context, entries, reps, command=None):
+    out = render_summary(context, entries, reps, command)
     out.append("### Context")
     out.append("")
     for key, title in CONTEXT_KEYS:
@@ -1072,7 +1201,7 @@ def render(context, entries, reps):
     out.append("")
     kinds = [k for k in ALL_KINDS if any(key[0] == k for key in entries)]
     sgemm_shapes = {s for (k, s, _) in entries if k == "sgemm"}
-    pk = peaks(entries)
+    pk = active_peaks(peaks(entries), context)
 
     def section(title, lines):
         if len(lines) > 2:  # more than the header
@@ -1086,7 +1215,7 @@ def render(context, entries, reps):
         note = (f"; % of peak = of the measured `peak/fma/{isa}` at the same thread count"
                 if isa else "")
         section(f"### SGEMM (GFLOP/s = 2mnk / real time{note})", sgemm_table(entries, has_cv, pk))
-        summ = issue_summary(entries)
+        summ = target_summary(entries)
         if summ:
             out.extend(summ + [""])
     if any(sgemm_group(s) == "transposed" for s in sgemm_shapes):
@@ -1213,17 +1342,73 @@ def render(context, entries, reps):
     return "\n".join(out) + "\n"
 
 
+MARKER = "<!-- results:{}:{} -->"
+SECTION_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def readme_block(context, entries, reps, command=None):
+    """The text that goes between a section's markers: a line naming the
+    machine, ISA, date and command, then the report with its headings one
+    level down (they sit under the README's own section heading)."""
+    cmd = run_command(context, command) or "unknown"
+    date = context.get("date", "an unknown date")
+    head = (f"Generated by `bench/compare.py` from a run on {date}: {machine_line(context)}; "
+            f"command `{cmd}`.")
+    body = []
+    for line in render(context, entries, reps, command).splitlines():
+        body.append("#" + line if line.startswith("#") else line)
+    return "\n".join([head, ""] + body).rstrip("\n") + "\n"
+
+
+def update_readme(path, section, block):
+    """Replaces the lines between the section's begin and end markers of the
+    file with block; raises ValueError where the markers are missing."""
+    begin, end = MARKER.format(section, "begin"), MARKER.format(section, "end")
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines(keepends=True)
+    stripped = [line.strip() for line in lines]
+    if stripped.count(begin) != 1 or stripped.count(end) != 1:
+        raise ValueError(f"{path}: needs exactly one line {begin} and one line {end}")
+    i, j = stripped.index(begin), stripped.index(end)
+    if j < i:
+        raise ValueError(f"{path}: {end} comes before {begin}")
+    new = lines[:i + 1] + ["\n", block, "\n"] + lines[j:]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(new))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", help="Google Benchmark JSON written by ak_bench")
     ap.add_argument("--out", metavar="FILE", help="also write the Markdown to FILE")
+    ap.add_argument("--command", metavar="TEXT",
+                    help="the command of the run, for the summary (default: the one "
+                         "recorded in the JSON)")
+    ap.add_argument("--update-readme", metavar="FILE",
+                    help="replace FILE's results section (--section) with this report")
+    ap.add_argument("--section", metavar="NAME",
+                    help="the section of --update-readme: between <!-- results:NAME:begin --> "
+                         "and <!-- results:NAME:end --> (e.g. avx512, avx2)")
     args = ap.parse_args(argv)
+    if bool(args.update_readme) != bool(args.section):
+        ap.error("--update-readme and --section go together")
+    if args.section and not SECTION_RE.match(args.section):
+        ap.error(f"--section: letters, digits, '_', '.' or '-', not {args.section!r}")
     context, entries, reps = load(args.json)
-    text = render(context, entries, reps)
+    text = render(context, entries, reps, args.command)
     sys.stdout.write(text)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text)
+    if args.update_readme:
+        try:
+            update_readme(args.update_readme, args.section,
+                          readme_block(context, entries, reps, args.command))
+        except (OSError, ValueError) as e:
+            print(f"compare.py: {e}", file=sys.stderr)
+            return 2
+        print(f"compare.py: wrote section {args.section} of {args.update_readme}",
+              file=sys.stderr)
     return 0
 
 

@@ -135,12 +135,10 @@ def gemm_graph(onnx, a, b, c, trans_b):
 
 
 # What ORT's pool threads do between runs (--ort-spinning). Its default: they
-# spin on after a run, and on a 16-core Xeon that held attnkern's OpenMP team
-# back (each call's start waited 13 % of the call for the team at 16 threads;
-# 3 us with ORT's spinning off or no ORT in the process; bench/README,
-# session 34). "stop": they spin during a run and stop when it returns
-# (session.force_spinning_stop), so that neither library's samples run beside
-# the other's spinning threads.
+# spin on after a run, which steals cores from attnkern's OpenMP team in the
+# next sample (its start waits for the team). "stop": they spin during a run
+# and stop when it returns (session.force_spinning_stop), so that neither
+# library's samples run beside the other's spinning threads.
 SPINNING = {
     "default": [],
     "stop": [("session.force_spinning_stop", "1")],

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# The main job: install missing packages, build ak_bench (Release) if needed, run every comparison with
-# repetitions, then print the Markdown tables and draw the SGEMM and attention prefill charts
-# (PNG, gnuplot).
+# The main job: install missing packages, build ak_bench (Release) if needed, run the
+# comparisons with repetitions, then print the summary and the Markdown tables (compare.py)
+# and draw the SGEMM and attention prefill charts (PNG, gnuplot).
 #
-#   bench/run.sh [FILTER] [extra ak_bench arguments...]
+#   bench/run.sh [quick|all|FILTER] [extra ak_bench arguments...]
 #
+#   quick    (the default) a representative subset, about 2 minutes on 2 cores: a few
+#            SGEMM shapes (one skinny), softmax in and out of cache, prefill without and
+#            with the causal mask at L 1024, encoder, decode, the FMA peak and the memory
+#            references, each with its peers, at 1 and 2 threads
+#   all      every benchmark (tens of minutes on 2 cores)
 #   FILTER   a --benchmark_filter regex, e.g. 'sgemm/.*/nn_', 'softmax' or
 #            'attention|decode|membw'
-#            ('' or 'all' runs everything)
 #
 # Environment:
 #   AK_BENCH_REPETITIONS  repetitions per benchmark (default 3; the median is reported)
@@ -15,6 +19,10 @@
 #   AK_BENCH_INTERLEAVE   1 (default): run the repetitions of all benchmarks in random
 #                         order, so a burst of load from elsewhere hits every
 #                         implementation alike; 0: each benchmark's repetitions back to back
+#   AK_BENCH_ISA          avx2: hold every library to AVX2 (AK_ISA=avx2,
+#                         ONEDNN_MAX_CPU_ISA=AVX2, AK_BENCH_OPENBLAS_CORETYPE=Haswell)
+#   AK_BENCH_README_SECTION  also write the tables into bench/README.md's results
+#                         section of that name (avx512, avx2; compare.py --update-readme)
 #   AK_BENCH_BUILD_DIR    build directory (default <repo>/build-bench)
 #   AK_BENCH_OUT          JSON output path (default <build>/bench-results/ak_bench-<time>.json;
 #                         the Markdown goes next to it, same name with .md, the SGEMM
@@ -35,9 +43,38 @@ root="$(dirname "$here")"
 build="${AK_BENCH_BUILD_DIR:-$root/build-bench}"
 reps="${AK_BENCH_REPETITIONS:-3}"
 interleave="${AK_BENCH_INTERLEAVE:-1}"
-filter="${1:-}"
+# The quick subset: 94 benchmarks on an AVX-512 machine at 1 and 2 threads, 24 s of
+# per-benchmark minimum time per repetition (their MinTime; --benchmark_min_time does not
+# change it), so about 75 s at 3 repetitions plus checks, inputs and pauses.
+quick_filter='^peak/|^membw/'
+quick_filter+='|^sgemm/[a-z]+/(nn_256|nn_1024|nt_1024|qk_L1024_d64|pv_L1024_d64|skinny_nt_m4)/'
+quick_filter+='|^softmax/(attnkern|onednn|scalar)/(1024x1024|4096x4096_cold)/'
+quick_filter+='|^attention/[a-z_]+/d(64|128)_L1024_'
+quick_filter+='|^encoder/[a-z_]+/(b8_h12_d64_L128|b4_h16_d64_L384)/'
+quick_filter+='|^decode/[a-z_]+/(h32_kvh(32|8)_d128_kv8192|h32_kvh8_d128_q4_kv4096)/'
+
+# How this run was started, recorded in the JSON (compare.py's summary prints it).
+command=""
+for var in AK_BENCH_ISA AK_BENCH_THREADS AK_BENCH_REPETITIONS AK_BENCH_INTERLEAVE \
+           AK_BENCH_OPENBLAS_CORETYPE AK_BENCH_HUGEPAGES AK_ISA ONEDNN_MAX_CPU_ISA; do
+  if [ -n "${!var:-}" ]; then command+="$var=$(printf '%q' "${!var}") "; fi
+done
+command+="bench/run.sh"
+for arg in "$@"; do command+=" $(printf '%q' "$arg")"; done
+
+filter="${1:-quick}"
 if [ "$#" -gt 0 ]; then shift; fi
-[ "$filter" = "all" ] && filter=""
+case "$filter" in
+  quick) filter="$quick_filter" ;;
+  all) filter="" ;;
+esac
+
+case "${AK_BENCH_ISA:-}" in
+  "") ;;
+  avx2) export AK_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2 AK_BENCH_OPENBLAS_CORETYPE=Haswell ;;
+  *) echo "run.sh: AK_BENCH_ISA takes avx2 (unset: every library picks its best)" >&2; exit 2 ;;
+esac
+export AK_BENCH_COMMAND="$command"
 
 # Install whatever Debian packages are missing (the peers included).
 "$root/scripts/install-deps.sh" --bench
@@ -86,7 +123,10 @@ start=$(date +%s)
 "$build/bench/ak_bench" "${args[@]}" "$@"
 echo "== ak_bench took $(( $(date +%s) - start )) s; JSON: $out" >&2
 
-python3 "$here/compare.py" "$out" --out "$md"
+compare_args=(--out "$md")
+[ -n "${AK_BENCH_README_SECTION:-}" ] &&
+  compare_args+=(--update-readme "$here/README.md" --section "$AK_BENCH_README_SECTION")
+python3 "$here/compare.py" "$out" "${compare_args[@]}"
 echo "== Markdown: $md" >&2
 
 # The charts: SGEMM only when there are sgemm/ results, attention only when there are
@@ -97,3 +137,7 @@ chart_args=(--out "${out%.json}-sgemm.png" --attention-out "${out%.json}-attenti
   chart_args+=(--attention-out "$AK_BENCH_ATTENTION_CHART_OUT")
 python3 "$here/chart.py" "$out" "${chart_args[@]}" ||
   echo "== warning: no chart (chart.py failed; see above)" >&2
+
+# The summary once more, last, so it is on screen without scrolling back.
+echo >&2
+sed -n '/^### Summary/,/^### Context/p' "$md" | sed '$d'

@@ -4,7 +4,10 @@ table covers every thread count in the run, a missing peer value drops only
 its own column's entry from the geomean, the OpenBLAS warning appears only
 where OpenBLAS fell back to kernels without AVX, the decode table reads
 q_len from the names that carry one, and the encoder table reads batch, heads,
-d and L from its names. Standard library only."""
+d and L from its names. The summary opens the report (per family and thread
+count, attnkern/peer geomeans and worst rows, the machine and the command),
+and --update-readme rewrites only the text between a section's markers.
+Standard library only."""
 
 import json
 import os
@@ -65,24 +68,28 @@ def synthetic_run(corename):
             "name": name, "run_name": name, "run_type": "iteration", "repetitions": 1,
             "family_index": len(RATES) + 1, "real_time": 2.5, "time_unit": "ms",
             "flops": gflops * 1e9})
-    return {"context": {"openblas_corename": corename, "attnkern_isa": "avx512"},
+    return {"context": {"openblas_corename": corename, "attnkern_isa": "avx512",
+                        "cpu_model": "Test CPU 9000", "num_cpus": 2, "date": "2030-01-02",
+                        "run_command": "bench/run.sh"},
             "benchmarks": benchmarks}
 
 
-def render(corename):
+def render(corename, command=None):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "run.json")
         with open(path, "w", encoding="utf-8") as f:
             json.dump(synthetic_run(corename), f)
         context, entries, reps = compare.load(path)
-        return compare.render(context, entries, reps)
+        return compare.render(context, entries, reps, command)
 
 
 def table_after(text, heading):
+    """The first table after the heading (bullets may come between)."""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(heading))
+    start = next(i for i in range(start, len(lines)) if lines[i].startswith("|"))
     rows = []
-    for line in lines[start + 2:]:
+    for line in lines[start:]:
         if not line.startswith("|"):
             break
         rows.append([c.strip() for c in line.strip("|").split("|")])
@@ -194,6 +201,141 @@ class OpenBlasWarning(unittest.TestCase):
 
     def test_silent_on_an_avx512_core(self):
         self.assertNotIn("**warning**", render("SkylakeX"))
+
+
+class Summary(unittest.TestCase):
+    def setUp(self):
+        self.text = render("SkylakeX")
+        rows = table_after(self.text, "### Summary")
+        self.head = rows[0]
+        self.rows = {(r[0], r[1]): r for r in rows[2:]}
+
+    def cell(self, family, threads, peer):
+        return self.rows[(family, str(threads))][self.head.index(peer)]
+
+    def test_comes_first_with_machine_and_command(self):
+        lines = self.text.splitlines()
+        self.assertEqual(lines[0], "### Summary")
+        self.assertLess(self.text.index("### Summary"), self.text.index("### Context"))
+        self.assertIn("- machine: Test CPU 9000, 2 logical CPUs; attnkern ISA avx512; "
+                      "OpenBLAS core SkylakeX", self.text)
+        self.assertIn("- command: `bench/run.sh`", self.text)
+
+    def test_command_option_wins(self):
+        self.assertIn("- command: `AK_BENCH_ISA=avx2 bench/run.sh all`",
+                      render("SkylakeX", "AK_BENCH_ISA=avx2 bench/run.sh all"))
+
+    def test_a_column_per_peer_in_the_run(self):
+        self.assertEqual(self.head, ["family", "thr", "rows", "vs oneDNN", "vs OpenBLAS",
+                                     "vs unfused oneDNN"])
+
+    def test_geomean_and_worst_row(self):
+        # 1 thread: OpenBLAS at 90 and 100 against 100 and 100: sqrt(100/90)
+        self.assertEqual(self.cell("SGEMM", 1, "vs OpenBLAS"), "**1.05** (worst 1.00 `nn_2048`)")
+        # 2 threads against oneDNN: 200/190 and 150/200
+        self.assertEqual(self.cell("SGEMM", 2, "vs oneDNN"), "**0.89** (worst 0.75 `nn_2048`)")
+        self.assertEqual(self.cell("SGEMM", 1, "vs unfused oneDNN"), "—")
+
+    def test_a_missing_peer_value_is_counted(self):
+        # OpenBLAS has no nn_2048 at 4 threads: one of the two rows
+        self.assertEqual(self.cell("SGEMM", 4, "vs OpenBLAS"),
+                         "**1.48** (worst 1.48 `nn_1024`, 1 of 2)")
+
+    def test_families(self):
+        # Both skinny rows are at 1.25 (up to rounding): either may be the worst.
+        self.assertRegex(self.cell("SGEMM skinny (decode projections)", 1, "vs oneDNN"),
+                         r"^\*\*1\.25\*\* \(worst 1\.25 `skinny_nn_m(4|16)`\)$")
+        self.assertEqual(self.cell("decode, q_len 1", 1, "vs unfused oneDNN"),
+                         "**2.00** (worst 2.00 `h32_kvh8_d128_kv8192`)")
+        self.assertEqual(self.cell("decode, a few queries", 1, "vs unfused oneDNN"),
+                         "**2.00** (worst 2.00 `h32_kvh8_d128_q4_kv4096`)")
+        self.assertEqual(self.cell("encoder", 1, "vs unfused oneDNN"),
+                         "**1.60** (worst 1.60 `b8_h12_d64_L128`)")
+        self.assertEqual(self.rows[("SGEMM", "1")][2], "2")
+
+    def test_peaks_of_the_active_isa(self):
+        pk = {("avx512", 1): 200.0, ("avx2", 1): 100.0, ("sse2", 1): 50.0}
+        self.assertEqual(compare.best_peak(compare.active_peaks(pk, {"attnkern_isa": "avx2"}), 1),
+                         ("avx2", 100.0))
+        self.assertEqual(compare.active_peaks(pk, {"attnkern_isa": "avx512"}), pk)
+
+
+README = """# bench
+
+## Results
+
+### AVX-512
+
+<!-- results:avx512:begin -->
+not yet generated
+<!-- results:avx512:end -->
+
+### AVX2
+
+<!-- results:avx2:begin -->
+not yet generated
+<!-- results:avx2:end -->
+
+## Files
+"""
+
+
+class UpdateReadme(unittest.TestCase):
+    def run_main(self, tmp, *args):
+        path = os.path.join(tmp, "run.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(synthetic_run("SkylakeX"), f)
+        with open(os.devnull, "w") as null:
+            stdout, stderr = sys.stdout, sys.stderr
+            sys.stdout = sys.stderr = null
+            try:
+                return compare.main([path] + list(args))
+            finally:
+                sys.stdout, sys.stderr = stdout, stderr
+
+    def test_replaces_only_its_section(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            readme = os.path.join(tmp, "README.md")
+            with open(readme, "w", encoding="utf-8") as f:
+                f.write(README)
+            self.assertEqual(self.run_main(tmp, "--update-readme", readme, "--section",
+                                           "avx512", "--command", "bench/run.sh all"), 0)
+            with open(readme, encoding="utf-8") as f:
+                once = f.read()
+            # Again: the same text (the markers stay, the old tables go).
+            self.run_main(tmp, "--update-readme", readme, "--section", "avx512",
+                          "--command", "bench/run.sh all")
+            with open(readme, encoding="utf-8") as f:
+                twice = f.read()
+        self.assertEqual(once, twice)
+        begin = once.index("<!-- results:avx512:begin -->")
+        end = once.index("<!-- results:avx512:end -->")
+        inside = once[begin:end]
+        self.assertEqual(once[:begin], README[:README.index("<!-- results:avx512:begin -->")])
+        self.assertEqual(once[end:], README[README.index("<!-- results:avx512:end -->"):])
+        self.assertNotIn("not yet generated", inside)
+        self.assertIn("Generated by `bench/compare.py` from a run on 2030-01-02: Test CPU 9000, "
+                      "2 logical CPUs; attnkern ISA avx512; OpenBLAS core SkylakeX; command "
+                      "`bench/run.sh all`.", inside)
+        # The report's headings sit one level below the README's section.
+        self.assertIn("\n#### Summary\n", inside)
+        self.assertIn("\n#### SGEMM thread scaling", inside)
+        self.assertNotIn("\n### ", inside)
+        self.assertIn("not yet generated", once[end:])  # avx2 untouched
+
+    def test_missing_markers_fail(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            readme = os.path.join(tmp, "README.md")
+            with open(readme, "w", encoding="utf-8") as f:
+                f.write(README)
+            self.assertEqual(self.run_main(tmp, "--update-readme", readme, "--section",
+                                           "neon"), 2)
+            with open(readme, encoding="utf-8") as f:
+                self.assertEqual(f.read(), README)
+
+    def test_section_needs_the_readme(self):
+        with tempfile.TemporaryDirectory() as tmp, self.assertRaises(SystemExit):
+            self.run_main(tmp, "--section", "avx2")
 
 
 if __name__ == "__main__":

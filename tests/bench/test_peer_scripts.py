@@ -2,10 +2,10 @@
 """Runs bench/torch_peer.py and bench/ort_peer.py against the numpy stand-ins
 in peer_stubs/ (float64 versions of the peers' operations), on the real
 attnkern ($AK_LIBRARY): their cases, bindings, agreement checks and reports.
-Also runs bench/ort_probe.py once on the stand-in, bench/ab_builds.py
-with the library as both builds (every row must report equal bits), and
-checks that bench/probes/phase_trace.patch still applies to this tree and that
-bench/probes/column_pattern_probe.cpp builds and runs.
+Also runs tools/perf/ort_probe.py once on the stand-in, tools/perf/ab_builds.py
+with the library as both builds (every row must report equal bits, and the
+Markdown table must hold every row), and checks that
+tools/perf/column_pattern_probe.cpp builds and runs.
 
 For each script: every table is reported, every row agrees with the
 stand-in and the exit status is 0; and with the stand-ins perturbed by 1 %
@@ -24,6 +24,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.join(HERE, "..", "..", "bench")
+TOOLS = os.path.join(HERE, "..", "..", "tools", "perf")
 STUBS = os.path.join(HERE, "peer_stubs")
 TITLES = ["## Prefill", "## Encoder", "## Decode", "## A few queries per step",
           "## Softmax", "## SGEMM"]
@@ -31,12 +32,12 @@ TITLES = ["## Prefill", "## Encoder", "## Decode", "## A few queries per step",
 ARGS = ["--tiny", "--reps", "1", "--min-time", "0.001", "--threads", "1,2"]
 
 
-def run_script(name, perturb=False, args=ARGS):
+def run_script(name, perturb=False, args=ARGS, where=BENCH):
     env = dict(os.environ)
     env["PYTHONPATH"] = STUBS + os.pathsep + env.get("PYTHONPATH", "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["AK_PEER_STUB_PERTURB"] = "1" if perturb else "0"
-    return subprocess.run([sys.executable, os.path.join(BENCH, name)] + args, env=env,
+    return subprocess.run([sys.executable, os.path.join(where, name)] + args, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True, timeout=600)
 
@@ -88,31 +89,34 @@ class PeerScripts(unittest.TestCase):
     @unittest.skipUnless(have_onnx(), "onnx is not installed (Debian: python3-onnx)")
     def test_ort_probe_runs(self):
         r = run_script("ort_probe.py", args=["--threads", "1", "--reps", "1",
-                                             "--min-time", "0.001"])
+                                             "--min-time", "0.001"], where=TOOLS)
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
         self.assertEqual(r.stdout.count("softmax "), 3, r.stdout)
         self.assertEqual(r.stdout.count("encoder "), 2, r.stdout)
 
     def test_ab_builds_same_library_same_bits(self):
+        # Every family (the default --cases): 5 attention, 4 decode, 6 skinny,
+        # 5 sgemm, 3 softmax and 5 axis cases at one thread count.
         lib = os.environ["AK_LIBRARY"]
-        r = run_script("ab_builds.py", args=[lib, lib, "--cases", "attention,skinny,softmax,axis",
-                                             "--reps", "1", "--min-time", "0.001"])
-        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
-        lines = r.stdout.strip().splitlines()
-        self.assertEqual(len(lines), 19, r.stdout)
-        for line in lines:
-            self.assertTrue(line.endswith("max |A - B| 0"), line)
-
-
-    def test_phase_trace_patch_applies(self):
-        root = os.path.join(HERE, "..", "..")
-        if not shutil.which("git") or not os.path.exists(os.path.join(root, ".git")):
-            self.skipTest("not a git checkout")
-        r = subprocess.run(["git", "-C", root, "apply", "--check",
-                            os.path.join("bench", "probes", "phase_trace.patch")],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           universal_newlines=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
+        with tempfile.TemporaryDirectory() as tmp:
+            md = os.path.join(tmp, "ab.md")
+            r = run_script("ab_builds.py", args=[lib, lib, "--reps", "1", "--min-time", "0.001",
+                                                 "--markdown", md], where=TOOLS)
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+            lines = r.stdout.strip().splitlines()
+            self.assertEqual(len(lines), 28, r.stdout)
+            for line in lines:
+                self.assertTrue(line.endswith("max |A - B| 0"), line)
+            for family in ("attention", "decode", "skinny", "sgemm", "softmax", "softmax_axis"):
+                self.assertTrue(any(line.startswith(family + " ") for line in lines), family)
+            with open(md, encoding="utf-8") as f:
+                table = [row for row in f.read().splitlines() if row.startswith("| ")]
+        self.assertEqual(table[0], "| case | thr | A | B | unit | B/A | max abs(A − B) |")
+        self.assertEqual(len(table), 1 + 28)
+        for row in table[1:]:
+            cells = [c.strip() for c in row.strip("|").split("|")]
+            self.assertEqual(len(cells), 7, row)
+            self.assertEqual(cells[-1], "0", row)
 
     def test_column_pattern_probe_builds_and_runs(self):
         # Linux on x86-64 only (AVX-512 intrinsics, madvise); run where the
@@ -120,7 +124,7 @@ class PeerScripts(unittest.TestCase):
         compiler = shutil.which("g++")
         if not compiler or sys.platform != "linux" or os.uname().machine != "x86_64":
             self.skipTest("needs g++ on x86-64 Linux")
-        source = os.path.join(BENCH, "probes", "column_pattern_probe.cpp")
+        source = os.path.join(TOOLS, "column_pattern_probe.cpp")
         flags = ["-std=c++17", "-O2", "-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl",
                  "-mavx2", "-mfma", "-fopenmp"]
         with tempfile.TemporaryDirectory() as tmp:
@@ -149,8 +153,10 @@ class PeerScripts(unittest.TestCase):
                 fields = line.split()
                 self.assertEqual(fields[1:3], ["2", "thr"], line)
                 self.assertEqual(fields[4:], ["GB/s"], line)
+                # >= 0: on a loaded machine a 2-thread pass can wait for time
+                # slices long enough to print 0.0; the output check is the probe's.
                 rate = float(fields[3])
-                self.assertTrue(math.isfinite(rate) and rate > 0, line)
+                self.assertTrue(math.isfinite(rate) and rate >= 0, line)
             for bad in (["1", "66", "1024"], ["1", "64", "1000"], ["0"]):
                 r = subprocess.run([exe] + bad, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    universal_newlines=True, timeout=60)

@@ -6,7 +6,7 @@
 // 1: prefetcht2), built with the flags of the library's AVX-512 file:
 //
 //   g++ -std=c++17 -O2 -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma -fopenmp
-//       bench/probes/column_pattern_probe.cpp -o /tmp/column_probe   (one line)
+//       tools/perf/column_pattern_probe.cpp -o /tmp/column_probe   (one line)
 //   /tmp/column_probe [threads] [rows] [cols]   (default 1 4096 4096; rows a
 //                                                multiple of 4, cols of 1024)
 //

@@ -2,7 +2,7 @@
 """Where attnkern trails ONNX Runtime: softmax and short encoder attention,
 attnkern's variants beside ORT in one process (ort_peer.py's sessions).
 
-    AK_LIBRARY=build-rel/libattnkern.so python3 bench/ort_probe.py --threads 1,4,16
+    AK_LIBRARY=build-rel/libattnkern.so python3 tools/perf/ort_probe.py --threads 1,4,16
 
 Softmax (1024 x 1024, 16 x 32768, 4096 x 4096; GB/s of one read and one
 write): attnkern through the Python binding (numpy's buffers), the same
@@ -16,10 +16,12 @@ taken in turns. Needs numpy, onnx and onnxruntime.
 
 import argparse
 import ctypes
+import os
 import sys
 
-import ort_peer
-from peer_common import median_times, parse_threads, positive_int
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import ort_peer  # noqa: E402  (bench/, after the path is set)
+from peer_common import median_times, parse_threads, positive_int  # noqa: E402
 
 
 def aligned_copy(np, x):

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """Where a call's time goes, per thread and per phase, from a build of the
-library with bench/probes/phase_trace.patch applied (rdtsc timers around the
-phases of ak_attention's items and around each thread's share of a call to
-ak_softmax; not part of the library).
+library instrumented with phase timers (rdtsc around the phases of
+ak_attention's items and around each thread's share of a call to ak_softmax;
+not part of the library).
 
-    git apply bench/probes/phase_trace.patch
+The instrumented build must export three C functions: ak_trace_reset(void),
+ak_trace_read(uint64_t *out) (64 threads x 16 phases of cycles, then as
+many counts; phase order as PHASES below) and ak_trace_tsc(void). No patch
+that adds them is kept in the tree: it would pin the text of the kernel
+sources. Write the timers against the sources of the day, then:
+
     cmake -S . -B build-trace -DAK_BUILD_TESTS=OFF && cmake --build build-trace
-    python3 bench/probes/trace_probe.py --lib build-trace/libattnkern.so.1 --threads 1,4,16
+    python3 tools/perf/trace_probe.py --lib build-trace/libattnkern.so.1 --threads 1,4,16
 
 Per case and thread count it prints the call's time (and ONNX Runtime's for
 the same operation on the same buffers, where onnxruntime and onnx import),
@@ -23,7 +28,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))  # peer_common, ort_peer
 from peer_common import load_attnkern, parse_threads  # noqa: E402
 
 PHASES = ["wake", "work", "tail", "setup", "packQ", "packK", "QK", "softmax", "packV", "PV",
