@@ -1360,6 +1360,12 @@ def readme_block(context, entries, reps, command=None):
     return "\n".join([head, ""] + body).rstrip("\n") + "\n"
 
 
+def summary_block(context, entries, reps, command=None):
+    """The summary table alone, without its heading, for the root README."""
+    lines = render_summary(context, entries, reps, command)
+    return "\n".join(lines[2:]).rstrip("\n") + "\n"
+
+
 def update_readme(path, section, block):
     """Replaces the lines between the section's begin and end markers of the
     file with block; raises ValueError where the markers are missing."""
@@ -1389,6 +1395,10 @@ def main(argv=None):
     ap.add_argument("--section", metavar="NAME",
                     help="the section of --update-readme: between <!-- results:NAME:begin --> "
                          "and <!-- results:NAME:end --> (e.g. avx512, avx2)")
+    ap.add_argument("--update-summary", metavar="FILE",
+                    help="replace FILE's summary section (between <!-- results:summary:begin --> "
+                         "and <!-- results:summary:end -->, the root README's) with this run's "
+                         "summary table")
     args = ap.parse_args(argv)
     if bool(args.update_readme) != bool(args.section):
         ap.error("--update-readme and --section go together")
@@ -1409,6 +1419,14 @@ def main(argv=None):
             return 2
         print(f"compare.py: wrote section {args.section} of {args.update_readme}",
               file=sys.stderr)
+    if args.update_summary:
+        try:
+            update_readme(args.update_summary, "summary",
+                          summary_block(context, entries, reps, args.command))
+        except (OSError, ValueError) as e:
+            print(f"compare.py: {e}", file=sys.stderr)
+            return 2
+        print(f"compare.py: wrote the summary of {args.update_summary}", file=sys.stderr)
     return 0
 
 

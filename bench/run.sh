@@ -23,6 +23,8 @@
 #                         ONEDNN_MAX_CPU_ISA=AVX2, AK_BENCH_OPENBLAS_CORETYPE=Haswell)
 #   AK_BENCH_README_SECTION  also write the tables into bench/README.md's results
 #                         section of that name (avx512, avx2; compare.py --update-readme)
+#   AK_BENCH_README_SUMMARY  1: also write the summary table into the root README.md
+#                         (compare.py --update-summary)
 #   AK_BENCH_BUILD_DIR    build directory (default <repo>/build-bench)
 #   AK_BENCH_OUT          JSON output path (default <build>/bench-results/ak_bench-<time>.json;
 #                         the Markdown goes next to it, same name with .md, the SGEMM
@@ -126,6 +128,7 @@ echo "== ak_bench took $(( $(date +%s) - start )) s; JSON: $out" >&2
 compare_args=(--out "$md")
 [ -n "${AK_BENCH_README_SECTION:-}" ] &&
   compare_args+=(--update-readme "$here/README.md" --section "$AK_BENCH_README_SECTION")
+[ "${AK_BENCH_README_SUMMARY:-0}" = "1" ] && compare_args+=(--update-summary "$root/README.md")
 python3 "$here/compare.py" "$out" "${compare_args[@]}"
 echo "== Markdown: $md" >&2
 

@@ -333,6 +333,24 @@ class UpdateReadme(unittest.TestCase):
             with open(readme, encoding="utf-8") as f:
                 self.assertEqual(f.read(), README)
 
+    def test_summary_goes_to_its_markers(self):
+        text = "# Top\n\n<!-- results:summary:begin -->\nold\n<!-- results:summary:end -->\ntail\n"
+        with tempfile.TemporaryDirectory() as tmp:
+            readme = os.path.join(tmp, "README.md")
+            with open(readme, "w", encoding="utf-8") as f:
+                f.write(text)
+            self.assertEqual(self.run_main(tmp, "--update-summary", readme, "--command",
+                                           "bench/run.sh"), 0)
+            with open(readme, encoding="utf-8") as f:
+                got = f.read()
+        self.assertTrue(got.startswith("# Top\n\n<!-- results:summary:begin -->\n"))
+        self.assertTrue(got.endswith("<!-- results:summary:end -->\ntail\n"))
+        self.assertNotIn("old", got)
+        self.assertNotIn("### Summary", got)
+        self.assertIn("- machine: Test CPU 9000", got)
+        self.assertIn("- command: `bench/run.sh`", got)
+        self.assertIn("| family | thr | rows |", got)
+
     def test_section_needs_the_readme(self):
         with tempfile.TemporaryDirectory() as tmp, self.assertRaises(SystemExit):
             self.run_main(tmp, "--section", "avx2")
