@@ -57,6 +57,7 @@ static_assert(GemmBlocksWide::mr == 6 && GemmBlocksWide::nv * GemmBlocksWide::wi
 // - softmax_axis, pieces whose exponentials reach 16 MiB (they would be
 //   evicted before the second pass reads them); smaller ones that stay in
 //   L3 lose.
+// (The measurements: docs/tuning-softmax.md.)
 inline SoftmaxTuning softmax_tuning(const CpuFeatures &cpu) {
   SoftmaxTuning t = softmax_tuning_defaults();
   t.stream_rows_min_bytes = cpu.intel ? std::int64_t{32} << 20 : 0;

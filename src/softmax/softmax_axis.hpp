@@ -14,10 +14,9 @@
 //   exceeds it by more than kGap, so it needs no maximum pass before it
 //   (in place, a pass of loads and compares finds the final shifts first),
 //   and keeps them in y; a merge of the piece's bands gives each column its
-//   shift and sum; the second pass divides. Three passes (maximum,
-//   exponentials, division) measured 1 thread, Gelem/s: 1024 x 1024 1.62
-//   -> 1.83, 2048 x 2048 1.51 -> 1.96, 4096 x 4096 0.97 -> 1.16, 2048 x
-//   256 1.68 -> 2.17 (with one band, before the bands).
+//   shift and sum; the second pass divides. Two passes rather than three
+//   (maximum, exponentials, division): faster on every shape measured
+//   (docs/tuning-softmax.md).
 // - short axes (softmax_axis_short below): a block of 8 vectors of columns
 //   at a time with its state in registers, walked down the axis for each of
 //   three passes (maximum, exponentials, division), since a short block
@@ -44,19 +43,14 @@ namespace attnkern {
 namespace AK_ISA_NS {
 
 // Axes up to this long take the blocks; longer ones, the pieces, whose two
-// passes win from about there on. 1 thread, Gelem/s, blocks / pieces:
-// - AVX-512: 8 x 32768 1.64 / 1.51, 16 x 32768 1.67 / 1.64, 32 x 8192
-//   1.77 / 1.77, 64 x 16384 1.53 / 1.68, 128 x 128 1.73 / 1.81, 256 x 256
-//   1.81 / 1.93, 256 x 4096 1.74 / 1.96;
-// - AVX2: 4 x 8192 0.88 / 0.63, 32 x 8192 0.95 / 0.89, 128 x 128
-//   1.03 / 0.98, 256 x 256 0.97 / 1.07.
+// passes win from about there on (docs/tuning-softmax.md). It also sizes
+// the blocks' buffer.
 constexpr std::int64_t kShortAxisMax = 32;
 
 constexpr std::int64_t kPieceMax = 1024; // floats: 4 KiB row segments
 
 // Rows requested ahead of each pass: the segments of a piece are a page
-// apart or more, where the hardware prefetchers stop (2048 x 2048, 1
-// thread: 0.9 -> 1.4 Gelem/s).
+// apart or more, where the hardware prefetchers stop.
 constexpr std::int64_t kRowsAhead = 8;
 constexpr int kAxisStepRows = 4; // rows per step of a band's passes
 
@@ -64,12 +58,9 @@ constexpr int kAxisStepRows = 4; // rows per step of a band's passes
 // most kMaxBands, of at least kMinBandRows rows each (a multiple of the
 // step, but the last). Threads that share one piece take whole bands, so
 // that each writes rows of its own. Split by columns, two threads write
-// into the same pages a few hundred bytes apart, which on this 2-core VM
-// now and then ran at a fraction of the speed (lines not shared; the
-// prefetchers are the likely cause): two threads scaling the two halves of
-// every 4 KiB row of a 512 KiB matrix, in place, ran at 1-4 Gelem/s against
-// 12 with half of the rows each; reading alone lost nothing.
-
+// into the same pages a few hundred bytes apart, which now and then ran at
+// a fraction of the speed (lines not shared; the prefetchers are the likely
+// cause; docs/tuning-softmax.md).
 constexpr std::int64_t kMinBandRows = 64, kMaxBands = 16;
 
 struct AxisBands {
@@ -188,8 +179,8 @@ void axis_uniform_nan(const float *den, std::int64_t width, float *y, std::int64
 // shift is not M); in place, x is gone by then, so a pass of loads and
 // compares finds the shifts first and the first pass stores those rows
 // against M. Either way the same bits. (In place, recomputing every
-// exponential in the second pass instead ran 1024 x 1024 at 1.3-1.6
-// Gelem/s against 1.8-2.0 this way, 1 thread.)
+// exponential in the second pass instead was slower;
+// docs/tuning-softmax.md.)
 template <class V> struct AxisBand {
   using reg = typename V::reg;
   static constexpr int W = V::width;
@@ -302,9 +293,8 @@ template <class V> struct AxisBand {
   // Found once per piece before any band writes: in place, the first rows
   // are overwritten. 16 rows rather than one step's 4, so that a vector's
   // 16 unit-normal columns all start from 0 (and take vexp_unshifted) but
-  // about once in 4000 pieces, not about 2 times in 3: 1 thread, medians
-  // of 5, Gelem/s, 1024 x 1024 2.35 -> 2.70, 300 x 300 1.94 -> 2.25,
-  // 128 x 128 2.10 -> 2.66 (4096 x 4096, bound by memory: the same).
+  // about once in 4000 pieces, not about 2 times in 3
+  // (docs/tuning-softmax.md).
   static constexpr int kSeedRows = 16;
   static_assert(kSeedRows % R == 0 && kSeedRows <= kShortAxisMax, "long axes have them");
   void seed(std::int64_t v) const {
@@ -357,13 +347,11 @@ template <class V> struct AxisBand {
   // add their exponentials to each column's compensated (Kahan) sum, two
   // rows at a time with FMA (one at a time without: there the division
   // rounds the sum, and pairs broke the 2e-7 bound in the tests), and keep
-  // them in y. Worst error against double over 2e7 unit-normal elements
-  // (axes 33-4096, AVX-512): every term on its own 1.6e-7, pairs 1.7e-7,
-  // partials of 4 2.1e-7 (docs/design.md's bound is 2e-7); pairs against every
-  // term alone, 1 thread, medians of 7: 1024 x 1024 2.24 -> 2.38 Gelem/s,
-  // 300 x 300 1.91 -> 2.01. In place (Final), rows before a vector's `last`
-  // store the exponentials against the merged shifts instead, since x will
-  // not be there to recompute them.
+  // them in y. Pairs are faster than every term alone and stay within
+  // docs/design.md's 2e-7 bound, partials of 4 do not
+  // (docs/tuning-softmax.md). In place (Final), rows before a vector's
+  // `last` store the exponentials against the merged shifts instead, since
+  // x will not be there to recompute them.
   template <int Rows, bool Final> void stats_step(std::int64_t a) const {
     const float *xa = x + a * inner, *next = ahead(x, a, Rows);
     const float *y_next = Final || stream ? nullptr : ahead(y, a, Rows);
@@ -561,9 +549,8 @@ void softmax_axis_piece(const float *x, float *y, std::int64_t axis_len, std::in
                   [&](std::int64_t v) { merge_axis_bands<V>(lay, set, bands, v, true, in_place); });
   // The second pass takes a thread's bands, and each band its rows, from
   // the last to the first: the rows of y the first pass wrote last are the
-  // likeliest to be still in L3 (4096 x 4096, 7 alternating runs, medians,
-  // Gelem/s: 1 thread 1.61 -> 1.67, 2 threads 2.21 -> 2.35; pieces of 512
-  // floats, whose y would fit in L3 whole, ran slower still: 1.50 / 2.33).
+  // likeliest to be still in L3 (pieces of 512 floats, whose y would fit in
+  // L3 whole, ran slower; docs/tuning-softmax.md).
   const std::int64_t t = team ? omp_thread_id() : 0, nt = team ? omp_team_size() : 1;
   for (std::int64_t b = bands.count * (t + 1) / nt - 1; b >= bands.count * t / nt; --b) {
     const AxisBand<V> bd = band(b);
@@ -579,24 +566,19 @@ void softmax_axis_piece(const float *x, float *y, std::int64_t axis_len, std::in
 // maxima, sums and compensations in registers, three passes down its rows.
 // The block (axis_len rows of NB * W floats, 16 KiB at most) stays in L1
 // between the passes and no per-column state goes through memory, which
-// the pieces above load and store at every step (see kShortAxisMax).
-// The exponentials wait in a contiguous buffer of the thread's, and y is
+// the pieces above load and store at every step (see kShortAxisMax). The
+// exponentials wait in a contiguous buffer of the thread's, and y is
 // written once, by the division: kept in y, a block's rows, inner floats
 // apart (128 KiB for 16 x 32768), fell into the same few L1 sets, more
-// lines of x and y than the sets have ways, and y was written twice (1
-// thread, 2 alternating runs of medians of 5, Gelem/s: 16 x 32768
-// 2.77-2.80 -> 3.07-3.10, 32 x 8192 2.88-2.89 -> 3.17-3.21, 8 x 32768
-// 2.74-2.79 -> 2.89-2.93; 2 threads 5.18-5.27 -> 5.53-5.93, 5.22-5.46 ->
-// 5.86-5.90, 4.29-4.98 -> 5.36-5.41).
+// lines of x and y than the sets have ways, and y was written twice
+// (docs/tuning-softmax.md).
 
 // A block's exponential pass: exponentials into buf (rows of NB * W
-// floats) and their compensated
-// (Kahan) sums, from x and the column's index; the maxima come along with
-// FindMax. Its state arrays stay in registers only where this is inlined
-// and every loop over them unrolled: kept in a lambda and unrolled by 4,
-// they lived on the stack, a load and a store each per element (1 thread,
-// 7 alternating runs, medians, Gelem/s: 16 x 32768 2.51 -> 2.77, 32 x 8192
-// 2.53 -> 2.86, 4 x 65536 1.50 -> 1.86; 2 threads 16 x 32768 4.80 -> 5.47).
+// floats) and their compensated (Kahan) sums, from x and the column's
+// index; the maxima come along with FindMax. Its state arrays stay in
+// registers only where this is inlined and every loop over them unrolled:
+// kept in a lambda and unrolled by 4, they lived on the stack, a load and a
+// store each per element (docs/tuning-softmax.md).
 template <class V, int NB, bool Tail, bool FindMax, class Exp>
 AK_ALWAYS_INLINE void axis_block_exp_pass(const float *x, float *buf, std::int64_t axis_len,
                                           std::int64_t inner, std::int64_t n,
@@ -644,10 +626,9 @@ bool softmax_axis_block(const float *x, float *y, float *buf, std::int64_t axis_
   // [0, 64] (where they take vexp_unshifted below), which the maxima found
   // on the way then confirm or refute (vexp_unshifted meets any value
   // here, those above its domain too: results that are thrown away); this
-  // saves the pass of loads and compares over x (1 thread, medians of 5,
-  // 16 x 32768: 2.42 -> 2.50 Gelem/s). In place too: the guesses go to
-  // buf, and x, needed again where they are refuted, stays until the
-  // division.
+  // saves the pass of loads and compares over x (docs/tuning-softmax.md).
+  // In place too: the guesses go to buf, and x, needed again where they
+  // are refuted, stays until the division.
   if (optimistic)
     axis_block_exp_pass<V, NB, Tail, true>(x, buf, axis_len, inner, n, shift, sum, comp, unshifted);
   else
@@ -759,10 +740,8 @@ KernelStatus softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_
     return KernelStatus::ok;
   }
   // A thread per 32768 elements at least (per-thread work of a few
-  // microseconds below that). With the blocks, 128 x 128 ran 1.6x slower on
-  // two threads than on one; a 128 x 128 plane split by bands or columns
-  // ran no faster on two threads either (5.4 us), and 64 x 256, 512 x 32
-  // and 48 x 512 split by columns ran 1.4-1.8x slower.
+  // microseconds below that; smaller planes ran slower on two threads than
+  // on one, split by blocks, bands or columns: docs/tuning-softmax.md).
   const double elements = static_cast<double>(outer) * axis_len * inner;
   if (axis_len <= kShortAxisMax) {
     softmax_axis_short<V>(outer, axis_len, inner, x, y,
@@ -770,9 +749,7 @@ KernelStatus softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_
     return KernelStatus::ok;
   }
   // Whole planes to each thread share no state, no barrier and no page:
-  // there a thread pays from 2^13 elements on. 2 threads, medians of 15,
-  // us: 2 x 64 x 128 5.7 -> 3.8-4.5, 4 x 64 x 64 5.7-6.3 -> 3.8-4.5,
-  // 8 x 40 x 64 8.1 -> 5.0, 2 x 128 x 96 8.8-9.1 -> 5.1-5.9.
+  // there a thread pays from 2^13 elements on.
   const int plane_threads = threads_for_work(threads, elements, 1 << 13);
   threads = threads_for_work(threads, elements, 1 << 15);
   if (plane_threads > threads && outer % plane_threads == 0) threads = plane_threads;
@@ -785,15 +762,10 @@ KernelStatus softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_
   // Threads take whole planes where there are enough to go round evenly.
   // Otherwise, on a plane of 2^15 elements or more, the team goes through
   // its pieces one by one and shares out each one's bands (see
-  // kMinBandRows). 2 threads, Gelem/s, 11 alternating runs of each, worst /
-  // median / best, columns split -> bands: 128 x 1024 0.89 / 2.34 / 2.80 ->
-  // 2.23 / 2.74 / 3.47, 1024 x 1024 0.91 / 3.05 / 3.38 -> 2.17 / 3.20 /
-  // 3.99 (1 thread: 1.9-2.1); on smaller planes (the limit was 2^17 before),
-  // medians of 5-7: 300 x 300 1.61 -> 3.00, 256 x 256 2.09 -> 3.22, 128 x
-  // 512 2.08 -> 3.56, 1000 x 100 1.43 -> 2.88 (1 thread: 2.27, 2.70, 2.89,
-  // 1.69: split by columns, narrow pieces ran slower on two threads than on
-  // one). Planes with fewer bands than threads split columns: two pieces
-  // per thread where the lines allow (each piece's rows then stay in L2).
+  // kMinBandRows): split by columns, narrow pieces ran slower on two
+  // threads than on one (docs/tuning-softmax.md). Planes with fewer bands
+  // than threads split columns: two pieces per thread where the lines allow
+  // (each piece's rows then stay in L2).
   const bool planes_even = outer >= threads && (outer % threads == 0 || outer >= 4 * threads);
   const std::int64_t piece_width = inner < kPieceMax ? inner : kPieceMax;
   const bool by_band = threads > 1 && !planes_even && axis_len * piece_width >= (1 << 15) &&

@@ -42,16 +42,15 @@ template <class V> struct RowIo {
 // Rows that come from memory stream better when the next row is requested
 // while this one is worked on in cache: its lines are prefetched (into L2)
 // at the offsets the exp pass and again the last pass reach (one pass of
-// requests measured about half the gain). Cold 4096 x 4096, A/B medians of
-// 7: 1 thread 15.1 -> 17.2 GB/s, 2 threads 27.7 -> 29.8; in cache unchanged.
+// requests gave about half the gain; docs/tuning-softmax.md).
 inline void prefetch_next_row(const float *next, std::int64_t j) {
   if (next && j % 16 == 0) __builtin_prefetch(next + j, 0, 1);
 }
 
 // Log-softmax writes y only in its last pass; the exp pass asks for y's
 // lines for writing (into L1) as it goes, so that their fetch overlaps
-// arithmetic instead of stalling the store-only last pass. Cold 4096 x 4096,
-// A/B medians of 5: 1 thread 11.3 -> 15.3 GB/s, 2 threads 16.8 -> 20.6.
+// arithmetic instead of stalling the store-only last pass (cold rows:
+// docs/tuning-softmax.md).
 inline void prefetch_for_write(float *y, std::int64_t j) {
   if (y && j % 16 == 0) __builtin_prefetch(y + j, 1, 3);
 }
@@ -160,9 +159,8 @@ void rows_exp_sum_with(const float *const *rows, std::int64_t n, float *const *o
     // terms dominate, and for scalar a float sum would also round 1 + small,
     // which log-softmax's log s cannot afford for s near 1. Its error,
     // below n 2^-53 of the sum, stays a small fraction of a float ulp up to
-    // 2^26 entries a row. Scalar, 256 x 1024, 1 thread, against the
-    // compensated float pair per entry: 0.06 -> 0.08 Gelem/s (0.15 with
-    // the exps in double; a naive loop with expf: 0.16).
+    // 2^26 entries a row. (Scalar: faster, too, than a compensated float
+    // pair per entry; docs/tuning-softmax.md.)
     for (int r = 0; r < R; ++r) {
       DoubleSum<V> even, odd;
       reg top = V::set1(-std::numeric_limits<float>::infinity());
@@ -257,10 +255,8 @@ void rows_exp_sum_with(const float *const *rows, std::int64_t n, float *const *o
       j = end;
     }
     // The first block's two partials make the total and its compensation
-    // (folding them into a zero total gave the same bits, 6 operations
-    // more); both go to double together at the end. Rows of 128, 1 thread,
-    // 7 alternating runs, medians: 2.50 -> 2.67 Gelem/s (softmax), 2.45 ->
-    // 2.62 (log-softmax); long rows unchanged.
+    // (folding them into a zero total gave the same bits in 6 operations
+    // more, which slowed short rows); both go to double together at the end.
     if (first) {
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
@@ -300,14 +296,13 @@ void rows_exp_sum_with(const float *const *rows, std::int64_t n, float *const *o
 // Whether a row of n entries with maximum m sums exp(x) itself rather than
 // exp(x - m): x needs no subtraction then, and so no carried rounding error
 // (7 of the 21 vector operations of vexp_shifted), and softmax is the same
-// function whatever the shift. 1 thread, AVX-512, an A/B of 5 alternating
-// runs, median Gelem/s: 128 x 128 2.12 -> 2.62, 16 x 32768 2.55 -> 3.11,
-// 1024 x 1024 2.40 -> 2.70 (unit-normal rows: maxima in [0, 64]). With
-// 0 <= m <= kUnshiftedExpMax no exp overflows and the sum (at least
-// exp(m) >= 1, below 2^35 e^64 < FLT_MAX) is finite; since the weight
-// exp(x) / sum is then at most exp(x), a weight that is a normal float never
-// comes from a subnormal exponential. Decided per row from the row alone, so
-// grouping rows never changes a result.
+// function whatever the shift (faster on unit-normal rows, whose maxima lie
+// in [0, 64]; docs/tuning-softmax.md). With 0 <= m <= kUnshiftedExpMax no
+// exp overflows and the sum (at least exp(m) >= 1, below 2^35 e^64 <
+// FLT_MAX) is finite; since the weight exp(x) / sum is then at most exp(x),
+// a weight that is a normal float never comes from a subnormal exponential.
+// Decided per row from the row alone, so grouping rows never changes a
+// result.
 inline bool unshifted_row(float m, std::int64_t n, float lowest = 0.0f) {
   return m >= lowest && m <= kUnshiftedExpMax && n < (std::int64_t{1} << 35);
 }
@@ -315,12 +310,12 @@ inline bool unshifted_row(float m, std::int64_t n, float lowest = 0.0f) {
 // What a row's exponentials are for: softmax's weights, each to an ulp, or
 // log-softmax's sum alone. Weights of rows with a maximum in [0, 64] come
 // from exp(x) itself where FMA lets the division take the sum's low part
-// (without, the shifted exponentials are more accurate: 2.4e-7 against
-// 2.6e-7 at worst, scalar). Log-softmax's y = x - (shift + log s) takes
-// exp(x) itself only where the maximum is at least 1: log s then carries
-// exp's relative error (~1e-7) as an absolute one, within its bound of 2
-// ulp of |x| + |m| + log s only where |m| is not small (a one-entry row with
-// the shift gives exactly 0).
+// (without, the shifted exponentials are more accurate; the worst errors
+// are in docs/tuning-softmax.md). Log-softmax's y = x - (shift + log s)
+// takes exp(x) itself only where the maximum is at least 1: log s then
+// carries exp's relative error (~1e-7) as an absolute one, within its bound
+// of 2 ulp of |x| + |m| + log s only where |m| is not small (a one-entry
+// row with the shift gives exactly 0).
 enum class RowExp { weights, sum_only };
 
 // m[r]: row r's maximum, finite or +inf/NaN (not -inf); for R > 1 every
@@ -378,7 +373,7 @@ inline typename V::reg divide_by_sum(typename V::reg e, typename V::reg s, typen
     return V::fmadd(V::fmadd(q, neg_lo, V::fmadd(q, neg_s, e)), inv, q);
   } else {
     // each lane in double: the float sum's rounding would add half an ulp
-    // (softmax_axis on SSE2 reached 2.1e-7 against double that way)
+    // (softmax_axis on SSE2 broke docs/design.md's 2e-7 bound that way)
     (void)inv;
 #if defined(AK_ISA_HAS_XSIMD) && defined(__SSE2__)
     if constexpr (V::width == 4) { // two lanes at a time
@@ -474,12 +469,9 @@ void rows_subtract(const float *const *in, float *const *rows, std::int64_t n, c
 // (log-softmax: [1, 64]; unshifted_row) and finds the maxima on the way:
 // where they bear it out, that was the row's whole exp pass, with no
 // maximum pass before it; else the rows go the usual way (y is rewritten,
-// x is intact; log-softmax writes y only at the end). Returns whether the guess
-// held; the bits are the same either way. Unit-normal rows, medians of 5,
-// Gelem/s: 1024 x 1024 2.92 -> 3.15 (1 thread), 4.91 -> 5.57 (2); 16 x
-// 32768 3.09 -> 3.38, 5.28 -> 5.94; 128 x 128 and 4096 x 4096 (bound by
-// memory) unchanged; log-softmax, 1 thread: 1024 x 1024 2.92 -> 3.23, 16 x
-// 32768 2.96 -> 3.38, 128 x 128 2.26 -> 2.39.
+// x is intact; log-softmax writes y only at the end). Returns whether the
+// guess held; the bits are the same either way. Rows whose maxima bear it
+// out (unit-normal rows) save a pass over x; docs/tuning-softmax.md.
 template <class V, int R>
 bool softmax_rows_at(const float *const *x, float *const *y, std::int64_t n, bool log,
                      const float *const *next, bool guess = false) {
@@ -490,7 +482,7 @@ bool softmax_rows_at(const float *const *x, float *const *y, std::int64_t n, boo
   if (guess && (log || V::has_fma)) {
     const typename V::reg floor = V::set1(-kShiftedExpFloor);
     // the floats just below log-softmax's 1 and softmax's 0 (constants: a
-    // call to nextafter per row made the 128-wide rows 20 % slower)
+    // call to nextafter per row slowed short rows)
     const float below = log ? 1.0f - 0x1p-24f : -std::numeric_limits<float>::denorm_min();
     bool in_range[R];
     rows_exp_sum_with<V, R, true>(
@@ -586,8 +578,8 @@ template <class V> void store_row_streaming(const float *src, float *dst, std::i
 template <class V>
 void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int64_t ldx, float *y,
                   std::int64_t ldy, bool log, int threads, const SoftmaxTuning &tuning) {
-  // Rows of up to 16 vectors go R at a time (128 x 128, 1 thread: see
-  // softmax_rows_at), the rest one at a time; either way each row gets the
+  // Rows of up to 16 vectors go R at a time, so that their short passes'
+  // latencies overlap, the rest one at a time; either way each row gets the
   // same arithmetic, so the grouping never changes a result.
   constexpr int R = V::width >= 16 ? 4 : 2;
   const std::int64_t per_item = cols <= 16 * V::width ? R : 1;
