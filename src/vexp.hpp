@@ -321,11 +321,11 @@ inline typename V::reg vexp_shifted(typename V::reg x, typename V::reg m, typena
 }
 
 // Softmax's exp(x) for a row whose maximum m is in [0, kUnshiftedExpMax]
-// (see unshifted_row in softmax/softmax_kernels.hpp): no shift to subtract,
-// so no rounding error to carry. floor = set1(-kShiftedExpFloor): raising x
-// to it turns -inf into a finite argument, which makes an exact 0 (see
-// vexp_shifted). AVX-512 leaves the lanes below -104 out instead. A NaN x
-// stays NaN.
+// (see unshifted_row in softmax/softmax_row_reduce.hpp): no shift to
+// subtract, so no rounding error to carry. floor = set1(-kShiftedExpFloor):
+// raising x to it turns -inf into a finite argument, which makes an exact 0
+// (see vexp_shifted). AVX-512 leaves the lanes below -104 out instead. A
+// NaN x stays NaN.
 constexpr float kUnshiftedExpMax = 64.0f;
 template <class V> inline typename V::reg vexp_unshifted(typename V::reg x, typename V::reg floor) {
   if constexpr (exp_in_double<V>())

@@ -37,7 +37,11 @@
 #include "../gemm/gemm_common.hpp"
 #include "../kernel_table.hpp"
 #include "../scratch.hpp"
-#include "softmax_kernels.hpp"
+#include "../vexp.hpp"
+#include "softmax_guess_gate.hpp"
+#include "softmax_row_io.hpp"
+#include "softmax_row_normalize.hpp"
+#include "softmax_rows.hpp"
 
 namespace attnkern {
 namespace AK_ISA_NS {
