@@ -2,6 +2,9 @@
 // set: the driver that shares the rows out among threads, groups short
 // rows R at a time (softmax_row_kernel.hpp does the arithmetic) and routes
 // large outputs through a row buffer to streaming stores.
+//
+// Reads the instruction set's configuration table (src/isa/config_<isa>.hpp,
+// SoftmaxBlocks), which its translation unit includes before this header.
 #pragma once
 
 #include <cstddef>
@@ -35,9 +38,10 @@ template <class V>
 void softmax_rows(std::int64_t rows, std::int64_t cols, const float *x, std::int64_t ldx, float *y,
                   std::int64_t ldy, bool log, int threads, const SoftmaxTuning &tuning) {
   // Rows of up to 16 vectors go R at a time, so that their short passes'
-  // latencies overlap, the rest one at a time; either way each row gets the
-  // same arithmetic, so the grouping never changes a result.
-  constexpr int R = V::width >= 16 ? 4 : 2;
+  // latencies overlap (R: the configuration table's SoftmaxBlocks), the rest
+  // one at a time; either way each row gets the same arithmetic, so the
+  // grouping never changes a result.
+  constexpr int R = SoftmaxBlocks::rows_at_once;
   const std::int64_t per_item = cols <= 16 * V::width ? R : 1;
   const std::int64_t groups = rows / per_item, items = groups + rows % per_item;
   // A thread per 4096 elements at least (a few microseconds of work each).
