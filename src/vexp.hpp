@@ -16,14 +16,14 @@
 // SSE2 and scalar (no FMA) compute softmax's exps (vexp_shifted,
 // vexp_diff, vexp_unshifted) in double instead, rounded once to float:
 // within half an ulp and a hair. In float, without FMA, exp(x - m) with the
-// subtraction's error carried reached ~1.2 ulp, and a softmax weight adds
-// its own exponential's error to the sum's (of the opposite sign) and the
-// division's rounding: SSE2 rows reached 2.42e-7 against docs/design.md's 2e-7.
-// With every exponential within ~0.5 ulp, and softmax rows summing them in
-// double there (rows_exp_sum_with), a row's weights are within 1.5 ulp
-// (1.8e-7) whatever the input (normal weights). (Scalar: also fewer
-// operations than the float method's, whose rounding is a library call on
-// baseline x86-64.)
+// subtraction's error carried is off by more than an ulp, and a softmax
+// weight adds its own exponential's error to the sum's (of the opposite
+// sign) and the division's rounding: SSE2 rows broke docs/design.md's 2e-7
+// bound that way (docs/tuning-softmax.md). With every exponential within
+// ~0.5 ulp, and softmax rows summing them in double there
+// (rows_exp_sum_with), a row's weights are within 1.5 ulp (1.8e-7) whatever
+// the input (normal weights). (Scalar: also fewer operations than the float
+// method's, whose rounding is a library call on baseline x86-64.)
 #pragma once
 
 #include <cstdint>
@@ -164,9 +164,9 @@ template <class V> inline typename V::reg vexp_poly(typename V::reg r) {
 // Where exp rounds to 0 (arguments below -104, and -inf above all: masked
 // keys, padding lanes, softmax rows' masked entries), computing it through
 // underflows in the scaling, and on Intel cores an underflowing multiply or
-// vscalefps takes a microcode assist of a few hundred cycles (FTZ is off, as
-// it must be for the subnormal results of [-104, -87.3]). So such lanes
-// never underflow here:
+// vscalefps takes a slow microcode assist (FTZ is off, as it must be for
+// the subnormal results of [-104, -87.3]). So such lanes never underflow
+// here:
 // - AVX-512: they are left out by a mask (exp_keep) and the scaling's zero
 //   mask writes their 0; the compare replaces the clamp's max, so this is
 //   free;
@@ -177,9 +177,8 @@ template <class V> inline typename V::reg vexp_poly(typename V::reg r) {
 //   the rounding to float (exp_diff_double, exp_diff_ps_sse2).
 // Same bits as before: those lanes were 0 before too. On AVX2 and NEON,
 // lanes in (-176, -104) still underflow (finite scores 104 to 176 below the
-// row's maximum: rare). 16-core Xeon (Emerald Rapids), in-process A/B:
-// softmax 1024 x 1024 with causal -inf entries 1.8 -> 12.0 GB/s on 1 thread
-// on AVX-512, 1.6 -> 8.4 on AVX2 (bench/README, session 34).
+// row's maximum: rare). Rows with -inf entries gain several times
+// (docs/tuning-softmax.md).
 constexpr float kExpZeroBelow = -104.0f, kExpZeroFloor = -176.0f;
 
 // p * 2^n for an integral n in [-152, 128], rounded once: results in the
@@ -263,9 +262,8 @@ template <class V> inline typename V::reg vexp_corrected(typename V::reg x, type
 }
 
 // (Scalar: in double, as softmax's exps there, which is also faster: its
-// float method rounds by a library call on baseline x86-64. Scalar
-// attention, 8 heads, L 256, 1 thread, 4 alternating runs: d 64 7.9-8.8
-// -> 9.0-10.0 GFLOP/s, d 128 8.9-10.4 -> 11.1.)
+// float method rounds by a library call on baseline x86-64;
+// docs/tuning-softmax.md.)
 template <class V> inline typename V::reg vexp(typename V::reg x) {
   if constexpr (V::width == 1) return exp_diff_in_double<V, true>(x, V::zero());
 #if defined(__AVX512F__)
@@ -323,11 +321,11 @@ inline typename V::reg vexp_shifted(typename V::reg x, typename V::reg m, typena
 }
 
 // Softmax's exp(x) for a row whose maximum m is in [0, kUnshiftedExpMax]
-// (see unshifted_row in softmax/softmax_kernels.hpp): no shift to subtract,
-// so no rounding error to carry. floor = set1(-kShiftedExpFloor): raising x
-// to it turns -inf into a finite argument, which makes an exact 0 (see
-// vexp_shifted). AVX-512 leaves the lanes below -104 out instead. A NaN x
-// stays NaN.
+// (see unshifted_row in softmax/softmax_row_reduce.hpp): no shift to
+// subtract, so no rounding error to carry. floor = set1(-kShiftedExpFloor):
+// raising x to it turns -inf into a finite argument, which makes an exact 0
+// (see vexp_shifted). AVX-512 leaves the lanes below -104 out instead. A
+// NaN x stays NaN.
 constexpr float kUnshiftedExpMax = 64.0f;
 template <class V> inline typename V::reg vexp_unshifted(typename V::reg x, typename V::reg floor) {
   if constexpr (exp_in_double<V>())

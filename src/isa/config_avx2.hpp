@@ -18,6 +18,9 @@ struct GemmBlocks : GemmBlocksDefaults {
 static_assert(GemmBlocks::mr == 6 && GemmBlocks::nv * GemmBlocks::width == 16,
               "the comment states the tile shape");
 
+// Short softmax rows 2 at a time (the default).
+struct SoftmaxBlocks : SoftmaxBlocksDefaults {};
+
 // No streaming stores: AVX2's softmax is bound by its arithmetic, and
 // streaming lost in both the row and the axis softmax.
 inline SoftmaxTuning softmax_tuning(const CpuFeatures &) { return softmax_tuning_defaults(); }

@@ -1,8 +1,9 @@
 // What every instruction set's configuration table (src/isa/config_<isa>.hpp)
 // starts from. A table states the SGEMM register tile and cache blocks
-// (`GemmBlocks`, derived from GemmBlocksDefaults) and the softmax
-// streaming-store thresholds (`softmax_tuning`). Kernels read these values;
-// they never test the CPU themselves.
+// (`GemmBlocks`, derived from GemmBlocksDefaults), the softmax kernels'
+// compile-time choices (`SoftmaxBlocks`, derived from SoftmaxBlocksDefaults)
+// and the softmax streaming-store thresholds (`softmax_tuning`). Kernels
+// read these values; they never test the CPU themselves.
 //
 // Included inside an instruction set's namespace (AK_ISA_NS) after simd.hpp.
 #pragma once
@@ -26,6 +27,16 @@ struct GemmBlocksDefaults {
   static constexpr std::int64_t b_share_bytes = 512 * 1024; // a thread's B slivers (L2), teams > 2
   static constexpr std::int64_t direct_b_max_span_bytes = 128 * 1024; // B in place: k * ldb * 4
   using wide_tile = void;                                             // no second tile
+};
+
+// The softmax kernels' compile-time choices that most instruction sets
+// share; each table's SoftmaxBlocks derives from this. softmax_rows reads
+// SoftmaxBlocks by name, so a translation unit includes its table before
+// the softmax headers.
+struct SoftmaxBlocksDefaults {
+  // Short rows (up to 16 vectors) that softmax_rows interleaves, R at a
+  // time, so that their passes' latencies overlap.
+  static constexpr int rows_at_once = 2;
 };
 
 // Where the softmax kernels store with streaming stores. The default:

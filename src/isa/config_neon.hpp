@@ -14,6 +14,9 @@ struct GemmBlocks : GemmBlocksDefaults {
 static_assert(GemmBlocks::mr == 8 && GemmBlocks::nv * GemmBlocks::width == 12,
               "the comment states the tile shape");
 
+// Short softmax rows 2 at a time (the default; not measured on NEON).
+struct SoftmaxBlocks : SoftmaxBlocksDefaults {};
+
 // No streaming stores (not measured on NEON).
 inline SoftmaxTuning softmax_tuning(const CpuFeatures &) { return softmax_tuning_defaults(); }
 } // namespace attnkern::neon

@@ -14,6 +14,9 @@ struct GemmBlocks : GemmBlocksDefaults {
 static_assert(GemmBlocks::mr == 4 && GemmBlocks::nv * GemmBlocks::width == 4,
               "the comment states the tile shape");
 
+// Short softmax rows 2 at a time (the default).
+struct SoftmaxBlocks : SoftmaxBlocksDefaults {};
+
 // No streaming stores (the scalar path has none).
 inline SoftmaxTuning softmax_tuning(const CpuFeatures &) { return softmax_tuning_defaults(); }
 } // namespace attnkern::scalar

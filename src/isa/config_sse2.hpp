@@ -14,6 +14,9 @@ struct GemmBlocks : GemmBlocksDefaults {
 static_assert(GemmBlocks::mr == 6 && GemmBlocks::nv * GemmBlocks::width == 8,
               "the comment states the tile shape");
 
+// Short softmax rows 2 at a time (the default).
+struct SoftmaxBlocks : SoftmaxBlocksDefaults {};
+
 // No streaming stores: bound by the arithmetic.
 inline SoftmaxTuning softmax_tuning(const CpuFeatures &) { return softmax_tuning_defaults(); }
 } // namespace attnkern::sse2
