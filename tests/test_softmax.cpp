@@ -518,7 +518,7 @@ TEST_P(Softmax, AxisShortGuessConfirmedOrRedone) {
 
 // Out of place into a 64-byte aligned y, a piece of 16 MiB of exponentials
 // or more takes streaming stores in the first pass on AVX-512
-// (kStreamPieceBytes in src/softmax/softmax_axis.hpp); a y one float off
+// (stream_axis_min_bytes in src/isa/config_avx512.hpp); a y one float off
 // its alignment, in place, and the other instruction sets do not. All three give the same bits, on
 // 1 and 2 threads, and match the reference, with shifts that move on the way (a rising column) and
 // stale rows redone.
