@@ -46,7 +46,7 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
     scale_c(g, plan.threads);
     return KernelStatus::ok;
   case GemmPath::skinny:
-    return sgemm_skinny<V, static_cast<int>(Cfg::skinny_m)>(g, plan.threads);
+    return sgemm_skinny<V, Cfg>(g, plan.threads);
   case GemmPath::packed_wide:
     if constexpr (!std::is_void_v<typename Cfg::wide_tile>)
       return sgemm_packed<V, typename Cfg::wide_tile>(g, plan);
@@ -63,7 +63,8 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
 template <class V, class Cfg>
 KernelStatus sgemm_batched(const GemmArgs &g, const GemmBatch &batch, int threads) {
   const double flops = 2.0 * g.m * g.n * g.k;
-  const bool per_thread = threads > 1 && batch.count >= threads && flops < 64.0e6;
+  const bool per_thread =
+      threads > 1 && batch.count >= threads && flops < Cfg::batch_per_thread_max_flops;
   if (!per_thread) {
     for (std::int64_t i = 0; i < batch.count; ++i) {
       GemmArgs one = g;

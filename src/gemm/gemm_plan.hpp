@@ -85,7 +85,9 @@ template <class Cfg> GemmPlan plan_packed(const GemmArgs &g, int threads, GemmPa
   // one panel; measured with own_columns); below that, two measured slower
   // than one.
   const bool column_split = g.k <= kc_max && g.n <= Cfg::nc && ceil_div(g.n, NR) >= 2;
-  p.threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, column_split ? 2.5e5 : 5.0e5);
+  p.threads =
+      threads_for_work(threads, 2.0 * g.m * g.n * g.k,
+                       column_split ? Cfg::min_flops_per_thread_split : Cfg::min_flops_per_thread);
   const int t = p.threads;
   const std::int64_t row_slivers = ceil_div(g.m, Cfg::mr);
   const std::int64_t slivers = ceil_div(p.nc, NR);
@@ -124,7 +126,8 @@ template <class Cfg> GemmPlan plan_packed(const GemmArgs &g, int threads, GemmPa
   // else on its core): with 4 per thread, 2-thread 512^3-2048^3 measured
   // 3-8% slower.
   std::int64_t group = Cfg::mc / Cfg::mr;
-  if (t > 1) group = max64(1, min64(group, ceil_div(row_slivers, 16 * row_team)));
+  if (t > 1)
+    group = max64(1, min64(group, ceil_div(row_slivers, Cfg::row_blocks_per_thread * row_team)));
   p.mc = group * Cfg::mr;
   p.n_ic = ceil_div(g.m, p.mc);
   // Two threads, too few row blocks for the team: deal each panel's slivers
@@ -140,7 +143,8 @@ template <class Cfg> GemmPlan plan_packed(const GemmArgs &g, int threads, GemmPa
   // and the in-place reads conflict (P.V, 4096 x 128 x 4096: 80 -> 87
   // GFLOP/s packed; with 2 slivers, 4096 x 64, packing loses 83 -> 72).
   const std::int64_t slivers_total = ceil_div(g.n, NR);
-  const bool aliasing_rows = st.rs_a % 1024 == 0 && slivers_total > 2;
+  const bool aliasing_rows =
+      st.rs_a % 1024 == 0 && slivers_total > Cfg::direct_a_aliased_max_slivers;
   p.direct_a = st.cs_a == 1 && slivers_total <= Cfg::direct_a_max_slivers && !aliasing_rows;
 
   // Small products (one k block, one panel) need no barrier: each thread
@@ -155,8 +159,9 @@ template <class Cfg> GemmPlan plan_packed(const GemmArgs &g, int threads, GemmPa
   // twice cost more than it saved): each thread packs and computes its own
   // columns. (Rows shared out over one packed panel would need the panel
   // complete first: a barrier that costs as much as a 64^3 product.)
-  const bool small = p.threads > 1 && g.k <= p.kc && g.n <= p.nc && 2.0 * g.m * g.n * g.k <= 6.4e7;
-  const bool own_rows = small && row_slivers >= 4 * p.threads;
+  const bool small = p.threads > 1 && g.k <= p.kc && g.n <= p.nc &&
+                     2.0 * g.m * g.n * g.k <= Cfg::own_split_max_flops;
+  const bool own_rows = small && row_slivers >= Cfg::own_rows_min_slivers * p.threads;
   const bool own_columns = small && !own_rows && slivers_total >= p.threads;
   p.schedule = own_rows      ? GemmSchedule::own_rows
                : own_columns ? GemmSchedule::own_columns
@@ -201,7 +206,8 @@ template <class Cfg> GemmPlan plan_sgemm(const GemmArgs &g, int threads) {
   }
   if (g.k == 0 || g.alpha == 0.0f) {
     p.path = GemmPath::scale_c;
-    p.threads = threads_for_work(threads, static_cast<double>(g.m) * g.n, 1 << 16);
+    p.threads = threads_for_work(threads, static_cast<double>(g.m) * g.n,
+                                 Cfg::scale_min_elements_per_thread);
     return p;
   }
   static_assert(Cfg::skinny_m <= kSkinnyMaxRows, "the skinny kernels' instantiations");
@@ -211,11 +217,11 @@ template <class Cfg> GemmPlan plan_sgemm(const GemmArgs &g, int threads) {
   // 128-1024, 0.58-0.95x (the skinny NT kernel reduces once per row and
   // column per k block); 2048 1.20-1.69x, 4096 1.33-2.62x. NN in cache
   // 0.85-1.27x (n = 1000: 8 columns then left to a scalar tail), 2048 1.27-2.0x.
-  constexpr double kSkinnyGroupsMinBFloats = 2.0 * 1024 * 1024;
-  if (g.m <= skinny_rows_limit(Cfg::skinny_m, g.trans_b) &&
-      (g.m <= kSkinnyTileRows || static_cast<double>(g.n) * g.k >= kSkinnyGroupsMinBFloats)) {
+  if (g.m <= skinny_rows_limit<Cfg>(g.trans_b) &&
+      (g.m <= kSkinnyTileRows ||
+       static_cast<double>(g.n) * g.k >= Cfg::skinny_groups_min_b_floats)) {
     p.path = GemmPath::skinny;
-    p.threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, 1.0e6);
+    p.threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, Cfg::skinny_min_flops_per_thread);
     return p;
   }
   // A second, wider tile where the instruction set has one, for widths it
@@ -238,7 +244,7 @@ template <class Cfg> GemmPlan plan_sgemm(const GemmArgs &g, int threads) {
     constexpr int NR = Cfg::nv * Cfg::width;
     constexpr std::int64_t WR = Wide::nv * Wide::width;
     if (g.n > NR && round_up(g.n, WR) == round_up(g.n, NR) &&
-        (g.n > 2 * WR || threads <= 1 || 2.0 * g.m * g.n * g.k >= 64.0e6))
+        (g.n > 2 * WR || threads <= 1 || 2.0 * g.m * g.n * g.k >= Cfg::own_split_max_flops))
       return plan_packed<Wide>(g, threads, GemmPath::packed_wide);
   }
   return plan_packed<Cfg>(g, threads, GemmPath::packed);

@@ -36,7 +36,6 @@
 
 #include "../kernel_table.hpp"
 #include "../scratch.hpp"
-#include "../threading.hpp"
 #include "gemm_common.hpp"
 #include "sgemm_skinny_common.hpp"
 #include "sgemm_skinny_nn.hpp"
@@ -56,7 +55,7 @@ inline std::int64_t skinny_sums_floats(std::int64_t m, std::int64_t n, int threa
 }
 
 // Each thread's running sums live in its own slice of `sums`.
-template <class V, int M, bool BAlongK>
+template <class V, class Cfg, int M, bool BAlongK>
 void skinny_columns(std::int64_t n, std::int64_t k, const float *a, std::int64_t lda,
                     const float *b, std::int64_t ldb, float alpha, float beta, float *c,
                     std::int64_t ldc, int threads, float *sums) {
@@ -67,9 +66,9 @@ void skinny_columns(std::int64_t n, std::int64_t k, const float *a, std::int64_t
     float *const part = sums + M * (j0 + kSumsRowPad * t) + kSumsShiftMax * t;
     if (j0 < j1) {
       if (BAlongK)
-        skinny_k_range<V, M>(j0, j1, k, a, lda, b, ldb, alpha, beta, c, ldc, part);
+        skinny_k_range<V, Cfg, M>(j0, j1, k, a, lda, b, ldb, alpha, beta, c, ldc, part);
       else
-        skinny_n_range<V, M>(j0, j1, k, a, lda, b, ldb, alpha, beta, c, ldc, part);
+        skinny_n_range<V, Cfg, M>(j0, j1, k, a, lda, b, ldb, alpha, beta, c, ldc, part);
     }
   };
   if (threads <= 1) return columns_of(0, 1); // no OpenMP team of one
@@ -79,28 +78,28 @@ void skinny_columns(std::int64_t n, std::int64_t k, const float *a, std::int64_t
 
 // ------------------------------------------------------------------ driver
 
-// Instantiated for 1 to skinny_rows_limit(MaxRows, b_along_k) rows only.
-template <class V, int MaxRows, int M = 1>
+// Instantiated for 1 to skinny_rows_limit<Cfg>(b_along_k) rows only.
+template <class V, class Cfg, int M = 1>
 void skinny_dispatch(int m, bool b_along_k, std::int64_t n, std::int64_t k, const float *a,
                      std::int64_t lda, const float *b, std::int64_t ldb, float alpha, float beta,
                      float *c, std::int64_t ldc, int threads, float *sums) {
-  if constexpr (M <= MaxRows) {
+  if constexpr (M <= Cfg::skinny_m) {
     if (m != M)
-      return skinny_dispatch<V, MaxRows, M + 1>(m, b_along_k, n, k, a, lda, b, ldb, alpha, beta, c,
-                                                ldc, threads, sums);
+      return skinny_dispatch<V, Cfg, M + 1>(m, b_along_k, n, k, a, lda, b, ldb, alpha, beta, c, ldc,
+                                            threads, sums);
     if (!b_along_k)
-      return skinny_columns<V, M, false>(n, k, a, lda, b, ldb, alpha, beta, c, ldc, threads, sums);
-    if constexpr (M <= skinny_rows_limit(MaxRows, true))
-      skinny_columns<V, M, true>(n, k, a, lda, b, ldb, alpha, beta, c, ldc, threads, sums);
+      return skinny_columns<V, Cfg, M, false>(n, k, a, lda, b, ldb, alpha, beta, c, ldc, threads,
+                                              sums);
+    if constexpr (M <= skinny_rows_limit<Cfg>(true))
+      skinny_columns<V, Cfg, M, true>(n, k, a, lda, b, ldb, alpha, beta, c, ldc, threads, sums);
   }
 }
 
-// Requires 1 <= g.m <= skinny_rows_limit(MaxRows, g.trans_b), g.k >= 1 and
-// alpha != 0 (sgemm_one checks, and handles the rest). MaxRows is the
-// instruction set's skinny_m: only that many rows are instantiated.
-template <class V, int MaxRows> KernelStatus sgemm_skinny(const GemmArgs &g, int threads) {
-  static_assert(MaxRows >= 1 && MaxRows <= kSkinnyMaxRows, "the skinny kernels' rows");
-  threads = threads_for_work(threads, 2.0 * g.m * g.n * g.k, 1.0e6);
+// Requires 1 <= g.m <= skinny_rows_limit<Cfg>(g.trans_b), g.k >= 1 and
+// alpha != 0 (plan_sgemm checks, and sgemm_one handles the rest); threads
+// is the plan's team. Only Cfg::skinny_m rows are instantiated.
+template <class V, class Cfg> KernelStatus sgemm_skinny(const GemmArgs &g, int threads) {
+  static_assert(Cfg::skinny_m >= 1 && Cfg::skinny_m <= kSkinnyMaxRows, "the skinny kernels' rows");
   // A is copied to rows of a contiguous block when it is stored transposed
   // or its rows alias in L1; the copy's stride is padded by a cache line
   // where the plain one would alias.
@@ -132,8 +131,8 @@ template <class V, int MaxRows> KernelStatus sgemm_skinny(const GemmArgs &g, int
     a = ac;
     lda = lda_copy;
   }
-  skinny_dispatch<V, MaxRows>(static_cast<int>(g.m), g.trans_b, g.n, g.k, a, lda, g.b, g.ldb,
-                              g.alpha, g.beta, g.c, g.ldc, threads, scratch.data());
+  skinny_dispatch<V, Cfg>(static_cast<int>(g.m), g.trans_b, g.n, g.k, a, lda, g.b, g.ldb, g.alpha,
+                          g.beta, g.c, g.ldc, threads, scratch.data());
   return KernelStatus::ok;
 }
 

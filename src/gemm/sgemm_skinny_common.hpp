@@ -26,10 +26,12 @@ template <class V> constexpr int skinny_acc_budget() { return V::width >= 16 ? 1
 // (AVX-512, 1 thread, n = k = 1500-4096), where along n it ran at
 // 1.15-1.6x (sgemm_one).
 constexpr int kSkinnyMaxRows = 48;
-constexpr int kSkinnyMaxRowsBAlongK = 32;
-// The most rows sgemm_skinny<V, max_rows> takes, B stored either way.
-constexpr std::int64_t skinny_rows_limit(std::int64_t max_rows, bool b_along_k) {
-  return b_along_k && max_rows > kSkinnyMaxRowsBAlongK ? kSkinnyMaxRowsBAlongK : max_rows;
+// The most rows sgemm_skinny<V, Cfg> takes, B stored either way: B along k
+// stops at skinny_m_b_along_k, as each group of its rows re-reads its slice
+// of A from L2 per few B rows.
+template <class Cfg> constexpr std::int64_t skinny_rows_limit(bool b_along_k) {
+  return b_along_k && Cfg::skinny_m > Cfg::skinny_m_b_along_k ? Cfg::skinny_m_b_along_k
+                                                              : Cfg::skinny_m;
 }
 constexpr int kSkinnyTileRows = 8;
 // Columns are dealt out to threads in whole cache lines of C.

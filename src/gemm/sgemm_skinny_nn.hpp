@@ -24,12 +24,14 @@ namespace AK_ISA_NS {
 // +20-30 %, 6 rows +0-16 %, 5 rows 0.90-1.04 (left as it was). Fewer rows
 // keep blocks of 8, which stream faster for them (m = 4 with blocks of 32:
 // -15-25 %).
-template <class V, int M> constexpr bool skinny_n_wide() { return M >= 6 && V::width >= 16; }
-template <class V, int M> constexpr int skinny_n_strip_vectors() {
-  return skinny_n_wide<V, M>() ? 24 / M : skinny_strip_vectors<V, M>();
+template <class V, class Cfg, int M> constexpr bool skinny_n_wide() {
+  return M >= Cfg::skinny_nn_wide_min_rows && V::width >= 16;
 }
-template <class V, int M> constexpr std::int64_t skinny_n_block() {
-  return skinny_n_wide<V, M>() ? 32 : 8;
+template <class V, class Cfg, int M> constexpr int skinny_n_strip_vectors() {
+  return skinny_n_wide<V, Cfg, M>() ? 24 / M : skinny_strip_vectors<V, M>();
+}
+template <class V, class Cfg, int M> constexpr std::int64_t skinny_n_block() {
+  return skinny_n_wide<V, Cfg, M>() ? Cfg::skinny_nn_wide_k_block : Cfg::skinny_nn_k_block;
 }
 
 // Accumulates C_acc[0:M, 0 : NV*W] += A[0:M, p0:p1] * B[p0:p1, strip] for
@@ -87,15 +89,15 @@ inline void skinny_n_more_rows(std::int64_t p0, std::int64_t p1, const float *a,
 // block every strip of the range in turn, so B is read row segment after row
 // segment (a linear stream per block) rather than down one narrow strip of
 // the whole matrix (a page per row). acc holds M x (j1 - j0) running sums.
-template <class V, int M>
+template <class V, class Cfg, int M>
 void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const float *a,
                     std::int64_t lda, const float *b, std::int64_t ldb, float alpha, float beta,
                     float *c, std::int64_t ldc, float *acc) {
   constexpr int W = V::width;
   // Rows [0, G1) stream B; rows [G1, M), if any, take each strip again.
   constexpr int G1 = skinny_first_group<M>();
-  constexpr int NV = skinny_n_strip_vectors<V, G1>();
-  constexpr std::int64_t strip = NV * W, kBlock = skinny_n_block<V, M>();
+  constexpr int NV = skinny_n_strip_vectors<V, Cfg, G1>();
+  constexpr std::int64_t strip = NV * W, kBlock = skinny_n_block<V, Cfg, M>();
   const std::int64_t width = j1 - j0;
   const std::int64_t strips_end = width / strip * strip, vec_end = width / W * W;
   // The sums' rows hold whole vectors (the last columns' tile stores one)

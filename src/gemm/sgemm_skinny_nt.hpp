@@ -142,7 +142,9 @@ inline void skinny_k_more_rows(std::int64_t p0, std::int64_t p1, const float *a,
 // 136-145 -> 140-150, m = 16 146-153 -> 151-161, m = 32 146-154 -> 151-166.
 // Not kept: 24 accumulators with load_per_use (m = 8 +0-4 %), and A forced
 // into a register per row (an empty asm on it), 8-13 % slower than this.
-template <class V, int M> constexpr bool skinny_k_wide() { return M >= 6 && V::width >= 16; }
+template <class V, class Cfg, int M> constexpr bool skinny_k_wide() {
+  return M >= Cfg::skinny_nt_wide_min_rows && V::width >= 16;
+}
 
 // Whether every J-column tile of a row group (1 to kSkinnyTileRows rows)
 // reduces its sums as the same group's one-column tail does: skinny_k_tile
@@ -165,29 +167,27 @@ template <class V, int J> constexpr bool skinny_k_tiles_reduce_alike() {
 // 4096, k = 11008: 1 thread m = 1, 2, 4, 8 +4-13 %, 2 threads +5-11 %;
 // k = 8192 m = 4, 8 +3-8 %; k = 14336, m = 8 (two blocks of 7168) +3-5 %,
 // where one block of 14336 (a 448 KiB slice) ran 4-6 % slower.
-template <class V> constexpr std::int64_t skinny_a_slice_bytes() {
-  return V::width >= 16 ? 384 * 1024 : 128 * 1024;
-}
-template <class V, int M> std::int64_t skinny_k_block(std::int64_t k) {
-  constexpr std::int64_t fit = skinny_a_slice_bytes<V>() / (4 * M) / 16 * 16;
-  constexpr std::int64_t most = fit > 4096 ? fit : 4096;
+template <class Cfg, int M> std::int64_t skinny_k_block(std::int64_t k) {
+  constexpr std::int64_t least = Cfg::skinny_nt_min_k_block;
+  constexpr std::int64_t fit = Cfg::skinny_a_slice_bytes / (4 * M) / 16 * 16;
+  constexpr std::int64_t most = fit > least ? fit : least;
   const std::int64_t even = round_up(ceil_div(k, ceil_div(k, most)), 16);
-  return even > 4096 ? even : 4096;
+  return even > least ? even : least;
 }
 
 // Columns [j0, j1) of C, k in blocks of skinny_k_block; the blocks' partial
 // dot products add up in order.
-template <class V, int M>
+template <class V, class Cfg, int M>
 void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const float *a,
                     std::int64_t lda, const float *b, std::int64_t ldb, float alpha, float beta,
                     float *c, std::int64_t ldc, float *sum) {
   // Rows [0, G1) stream B; rows [G1, M), if any, take each group of B rows
   // again.
   constexpr int G1 = skinny_first_group<M>();
-  constexpr bool wide = skinny_k_wide<V, G1>();
+  constexpr bool wide = skinny_k_wide<V, Cfg, G1>();
   constexpr int J0 = (wide ? 24 : skinny_acc_budget<V>()) / G1;
   // At most 4 rows of B at once: more concurrent streams measured slower.
-  constexpr int J = J0 < 1 ? 1 : J0 > 4 ? 4 : J0;
+  constexpr int J = J0 < 1 ? 1 : J0 > Cfg::skinny_nt_max_b_rows ? Cfg::skinny_nt_max_b_rows : J0;
   // Threads split the columns at multiples of kSkinnyGrain. A J that does
   // not divide it moves a column between a tile and the one-column tail
   // with the thread count, so their reductions must then pair the lanes
@@ -195,7 +195,7 @@ void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
   // vector, else each alone).
   static_assert(kSkinnyGrain % J == 0 || skinny_k_tiles_reduce_alike<V, J>(),
                 "a column's bits would follow the thread count");
-  const std::int64_t kBlock = skinny_k_block<V, M>(k);
+  const std::int64_t kBlock = skinny_k_block<Cfg, M>(k);
   // The next group's rows are prefetched as this group streams, so each
   // group starts warm instead of training a new hardware stream (m = 1
   // 17 -> 19 GB/s, m = 2 16 -> 20, m = 4 and 8 see skinny_k_tile).

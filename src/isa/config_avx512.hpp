@@ -26,6 +26,7 @@ struct GemmBlocks : GemmBlocksDefaults {
   static constexpr std::int64_t mc = 192, kc = 256, nc = 4096;
   static constexpr std::int64_t kc_narrow = 512;
   static constexpr std::int64_t skinny_m = 48;
+  static constexpr std::int64_t skinny_a_slice_bytes = 384 * 1024;
   using wide_tile = GemmBlocksWide; // for widths it pads no more (sgemm_one)
 };
 
@@ -40,7 +41,6 @@ struct GemmBlocksWide : GemmBlocksDefaults {
   static constexpr int width = 16, mr = 6, nv = 4;
   static constexpr std::int64_t mc = 192, kc = 512, nc = 4096;
   static constexpr std::int64_t kc_narrow = 512, narrow_slivers = 2;
-  static constexpr std::int64_t skinny_m = GemmBlocks::skinny_m; // sgemm_one checks it again
 };
 static_assert(GemmBlocks::mr == 12 && GemmBlocks::nv * GemmBlocks::width == 32,
               "the comment states the tile shape");
