@@ -82,8 +82,7 @@ template <class Cfg> GemmPlan plan_packed(const GemmArgs &g, int threads, GemmPa
   p.nc = min64(round_up(g.n, NR), Cfg::nc);
   // A second thread from 1 MFLOP, or from 0.5 MFLOP where threads can share
   // C out without a barrier (own_rows and own_columns below: one k block,
-  // one panel; measured with own_columns); below that, two measured slower
-  // than one.
+  // one panel): below that, two ran slower than one.
   const bool column_split = g.k <= kc_max && g.n <= Cfg::nc && ceil_div(g.n, NR) >= 2;
   p.threads =
       threads_for_work(threads, 2.0 * g.m * g.n * g.k,
@@ -96,14 +95,9 @@ template <class Cfg> GemmPlan plan_packed(const GemmArgs &g, int threads, GemmPa
   // the others once its own is done, schedule_panels), so that each thread
   // reads only its group's slivers of B: few enough to stay in its L2
   // (b_share_bytes) and, with fewer groups, enough row slivers for each of
-  // a group's threads. Before, every thread took row blocks of the whole
-  // panel and so read all of it (1-2 MiB at 512^3-1024^3) from other cores'
-  // caches and, past its L2, from L3 again for every row block. 16 threads
-  // of a 16-core Xeon, attnkern / oneDNN in the same process, two runs
-  // before, three after (bench/README.md): 512^3 0.63-0.67 -> 0.81-0.91,
-  // 1024^3 0.57-0.72 -> 0.95-0.99, 2048^3 0.91-0.98 -> 1.03-1.39, 1024^3 NT
-  // 0.82-0.88 -> 1.07-1.25. Two threads keep the plan they were tuned with
-  // here.
+  // a group's threads, rather than every thread reading the whole panel
+  // from other cores' caches and L3 for every row block. Two threads keep
+  // the plan they were tuned with.
   std::int64_t row_team = t;
   const bool grouped = t > 2;
   if (grouped) {
@@ -123,8 +117,7 @@ template <class Cfg> GemmPlan plan_packed(const GemmArgs &g, int threads, GemmPa
   // Row blocks: at most MC rows; with a team, small enough that there are
   // about 16 per thread (of a column group), so that dynamic scheduling
   // evens out the tail of each k block (and a thread slowed by anything
-  // else on its core): with 4 per thread, 2-thread 512^3-2048^3 measured
-  // 3-8% slower.
+  // else on its core): 4 per thread ran slower.
   std::int64_t group = Cfg::mc / Cfg::mr;
   if (t > 1)
     group = max64(1, min64(group, ceil_div(row_slivers, Cfg::row_blocks_per_thread * row_team)));
@@ -140,8 +133,7 @@ template <class Cfg> GemmPlan plan_packed(const GemmArgs &g, int threads, GemmPa
   // costs more than it saves: the micro-kernel reads A's rows in place.
   // Except when A's row stride is a multiple of 4 KiB and A is reused by 3
   // or more slivers: then every row of the sliver falls in the same L1 sets
-  // and the in-place reads conflict (P.V, 4096 x 128 x 4096: 80 -> 87
-  // GFLOP/s packed; with 2 slivers, 4096 x 64, packing loses 83 -> 72).
+  // and the in-place reads conflict (with 2 slivers packing still loses).
   const std::int64_t slivers_total = ceil_div(g.n, NR);
   const bool aliasing_rows =
       st.rs_a % 1024 == 0 && slivers_total > Cfg::direct_a_aliased_max_slivers;
@@ -152,13 +144,11 @@ template <class Cfg> GemmPlan plan_packed(const GemmArgs &g, int threads, GemmPa
   // rows enough, its own rows, from its own copy of the packed panel, so
   // that no two threads write into the same rows of C. Split by columns,
   // two threads wrote C rows' halves, a few hundred bytes apart in the same
-  // pages, which on this 2-core VM now and then ran at a fraction of the
-  // speed (2 threads, 6 alternating runs each, GFLOP/s: 128^3 83-151 ->
-  // 104-177, 256 x 128 x 256 112-186 -> 158-194, 256 x 64 x 256 113-176 ->
-  // 119-190). Fewer rows (4 slivers per thread at least: at 64^3 packing B
-  // twice cost more than it saved): each thread packs and computes its own
-  // columns. (Rows shared out over one packed panel would need the panel
-  // complete first: a barrier that costs as much as a 64^3 product.)
+  // pages, which now and then ran at a fraction of the speed. Fewer rows (4
+  // slivers per thread at least: at 64^3 packing B twice cost more than it
+  // saved): each thread packs and computes its own columns. (Rows shared out
+  // over one packed panel would need the panel complete first: a barrier that
+  // costs as much as a 64^3 product.)
   const bool small = p.threads > 1 && g.k <= p.kc && g.n <= p.nc &&
                      2.0 * g.m * g.n * g.k <= Cfg::own_split_max_flops;
   const bool own_rows = small && row_slivers >= Cfg::own_rows_min_slivers * p.threads;
@@ -173,12 +163,8 @@ template <class Cfg> GemmPlan plan_packed(const GemmArgs &g, int threads, GemmPa
   // same loads in the same order: the same bits), while the k rows of B
   // span at most 128 KiB (at a row stride of a multiple of 4 KiB, which
   // puts every row in the same L1 sets, that is 32 rows or fewer); an edge
-  // sliver is still packed (zero-padded). A/B, NN, 2 threads, alternating
-  // in one process, medians of 41 (with the even row split of
-  // schedule_own_rows): 64^3 128 -> 150 GFLOP/s, 128^3 193 -> 212, 256 x
-  // 64 x 256 208 -> 221, 256 x 128 x 256 204 -> 217 (256^3, span 256 KiB:
-  // 0.99x). One thread packs B once for all its rows, and there the packed
-  // sliver (in L1) ran faster: 0.95-0.98x.
+  // sliver is still packed (zero-padded). One thread packs B once for all
+  // its rows, and there the packed sliver (in L1) ran faster.
   p.direct_b =
       (own_rows || own_columns) && st.cs_b == 1 && g.k * g.ldb <= Cfg::direct_b_max_span_bytes / 4;
 
@@ -187,11 +173,8 @@ template <class Cfg> GemmPlan plan_packed(const GemmArgs &g, int threads, GemmPa
   // block and panel, which one thread takes before any other) reads B in
   // place and writes the packed sliver as it goes, for the tiles after it,
   // instead of a packing pass before them: the same loads in the same order
-  // (the same bits), one pass over B fewer. AVX-512, A/B in one process
-  // (ad-hoc harness, alternating calls, medians of 41, two rounds), NN,
-  // GFLOP/s: 96^3 +2-3 %, 128^3 +1-2 %, 192^3 +2 %, 256^3 +1-2 %, 512^3
-  // +1 %, 256 x 64 x 256 +1-3 %, 1024 x 128 x 1024 +0-1 %.
-  // (With m >= MR that tile is whole: p.mc is a multiple of MR.)
+  // (the same bits), one pass over B fewer. (With m >= MR that tile is
+  // whole: p.mc is a multiple of MR.)
   p.pack_on_use = p.threads == 1 && st.cs_b == 1 && g.m >= MR;
   return p;
 }
@@ -211,12 +194,10 @@ template <class Cfg> GemmPlan plan_sgemm(const GemmArgs &g, int threads) {
     return p;
   }
   static_assert(Cfg::skinny_m <= kSkinnyMaxRows, "the skinny kernels' instantiations");
-  // Past one tile's rows (m > 8), the skinny way only when B is large
-  // enough to come from memory (8 MiB and more); in cache, packing pays for
-  // itself. A/B against the packed path, 1 thread, m = 12-32: NT, n = k =
-  // 128-1024, 0.58-0.95x (the skinny NT kernel reduces once per row and
-  // column per k block); 2048 1.20-1.69x, 4096 1.33-2.62x. NN in cache
-  // 0.85-1.27x (n = 1000: 8 columns then left to a scalar tail), 2048 1.27-2.0x.
+  // Up to skinny_m rows (skinny_m_b_along_k with B stored n x k) the skinny
+  // kernels read B in place. Past one tile's rows (m > 8), only when B is
+  // large enough to come from memory (8 MiB and more); in cache, packing
+  // pays for itself.
   if (g.m <= skinny_rows_limit<Cfg>(g.trans_b) &&
       (g.m <= kSkinnyTileRows ||
        static_cast<double>(g.n) * g.k >= Cfg::skinny_groups_min_b_floats)) {
@@ -228,17 +209,13 @@ template <class Cfg> GemmPlan plan_sgemm(const GemmArgs &g, int threads) {
   // covers with no more padding than the main tile. Up to two of its
   // slivers (P.V with d = 64 or 128) A is loaded once or twice instead of
   // two or four times; wider, it needs fewer loads per FMA and half the
-  // passes over C (AVX-512, 1 thread, 4 alternating runs, medians of
-  // process CPU time, GFLOP/s: 1024^3 NN 97.7 -> 102.2, NT 91.2 -> 104.0,
-  // 2048^3 NN 92.5 -> 102.4, 512^3 NT 99.3 -> 106.0, Q.K^T 4096 x 4096 x
-  // 128 94.2 -> 98.9; +2-14 % over 14 squares and Q.K^T shapes). Up to two
-  // slivers, not for small products on a team: those share C out without a
-  // barrier (own_rows, own_columns in plan_packed), by 32-wide slivers where
-  // rows are few, which one 64-wide sliver cannot (2 threads, 64^3, split by
-  // columns at the time: 135 -> 100 GFLOP/s); there both
-  // tiles use the same KC (kc_narrow), so they give the same sum order per
-  // element and the thread count never changes results. Wider products take
-  // it on any team, as its KC differs from the main tile's there.
+  // passes over C. Up to two slivers, not for small products on a team
+  // (own_split_max_flops): those share C out without a barrier (own_rows,
+  // own_columns in plan_packed), by 32-wide slivers where rows are few,
+  // which one 64-wide sliver cannot; there both tiles use the same KC
+  // (kc_narrow), so they give the same sum order per element and the thread
+  // count never changes results. Wider products take it on any team, as its
+  // KC differs from the main tile's there.
   if constexpr (!std::is_void_v<typename Cfg::wide_tile>) {
     using Wide = typename Cfg::wide_tile;
     constexpr int NR = Cfg::nv * Cfg::width;

@@ -19,8 +19,8 @@ namespace AK_ISA_NS {
 
 // The next row block of each column group (grouped_panels), a cache line
 // each, since every thread of a group takes its blocks from it. Made only
-// where the grouped loop runs: zeroing the 4 KiB on every call cost a 16^3 product
-// 50-90 ns (340 -> 400-430 ns a call, 1 thread).
+// where the grouped loop runs: zeroing the 4 KiB on every call showed in a
+// 16^3 product's time.
 struct alignas(64) NextRowBlock {
   std::atomic<std::int64_t> v{0};
 };
@@ -38,10 +38,9 @@ template <class MK> void schedule_own_rows(const MK &mk, float *apack, float *bo
   const std::int64_t t = omp_thread_id(), nt = omp_team_size();
   for (std::int64_t s = 0; s < slivers_total; ++s)
     if (!plan.direct_b || (s + 1) * NR > g.n) mk.pack_b(bown, 0, g.n, 0, g.k, s);
-  // Rows split evenly, not by whole slivers: 128 rows of 12-row
-  // slivers went 60 / 68; now 64 / 64, each ending with a 4-row tile
-  // (same sums either way: a tile's rows do not change an element's
-  // arithmetic). 2 threads, 128^3 +2-3 %, 200 x 128 x 128 +3 %.
+  // Rows split evenly, not by whole slivers (128 rows of 12-row slivers:
+  // 64 / 64, not 60 / 68), which ran faster; the sums are the same either
+  // way, as a tile's rows do not change an element's arithmetic.
   const std::int64_t i0 = g.m * t / nt, i1 = g.m * (t + 1) / nt;
   for (std::int64_t ic = i0; ic < i1; ic += plan.mc)
     mk.block(apack, bown, 0, g.n, 0, g.k, ic, min64(plan.mc, i1 - ic), 0, slivers_total);

@@ -2,20 +2,12 @@
 // decode step, x * W). Each element of B is used m times, so the product is
 // bound by streaming B from memory; packing B (or a tiny A) would only add
 // a second pass over it. Two GEMV-like kernels read B where it lies:
-//
-//   B rows contiguous along n (op(B) = B, row-major k x n): a register tile
-//     of m rows x NV vectors of C; each k step loads NV vectors of one B row
-//     and broadcasts A(i, p). k runs in blocks of 8 rows (32 for m >= 6 on
-//     AVX-512) and, within a block, strip after strip: B is read as 8 (32)
-//     linear row streams, with the tile's sums parked in a scratch row
-//     block (L1/L2) between blocks.
-//   B rows contiguous along k (op(B) = B^T, the usual weight layout): J
-//     columns of C at a time, each a dot product of A's rows with one row of
-//     B, vectorized along k and reduced at the end of each k block (4096
-//     deep or more: skinny_k_block).
+// sgemm_skinny_nn.hpp for B rows contiguous along n (op(B) = B), and
+// sgemm_skinny_nt.hpp for B rows contiguous along k (op(B) = B^T, the usual
+// weight layout); their shared helpers are in sgemm_skinny_common.hpp.
 //
 // More rows than one register tile holds (up to an instruction set's
-// skinny_m, at most kSkinnyMaxRows, and kSkinnyMaxRowsBAlongK for B stored
+// skinny_m, at most kSkinnyMaxRows, and skinny_m_b_along_k for B stored
 // along k) go to the same tiles in groups of up to
 // kSkinnyTileRows: the first group streams B from memory, and each later
 // group reads the lines it just brought in again from L1/L2.
@@ -26,9 +18,7 @@
 // their stride would put them all in one L1 set.
 //
 // This file: the column split across threads, the dispatch on m and the
-// entry point (A's copy, the scratch); the kernels are in
-// sgemm_skinny_nn.hpp and sgemm_skinny_nt.hpp, their shared helpers in
-// sgemm_skinny_common.hpp.
+// entry point (A's copy, the scratch).
 #pragma once
 
 #include <cstdint>
@@ -116,9 +106,8 @@ template <class V, class Cfg> KernelStatus sgemm_skinny(const GemmArgs &g, int t
   std::int64_t lda = g.lda;
   if (copy_a) {
     // The copy starts about half the L1 sets away from B's first line, as
-    // the NN kernel's sums do (skinny_n_range): NT, m = 4, 1 thread, GB/s
-    // over a streaming read, three sets of 3-5 alternating runs: 0.69 /
-    // 0.745 / 0.74 -> 0.76 / 0.765 / 0.78 (NN unchanged).
+    // the NN kernel's sums do (skinny_n_range), so that the two do not crowd
+    // the same sets.
     float *ac = scratch.data() + sums_floats;
     ac += (l1_set_of(g.b) + 32 - g.m / 2 - l1_set_of(ac) + 128) % 64 * 16;
     if (g.trans_a) { // A is stored k x m: gather its m rows

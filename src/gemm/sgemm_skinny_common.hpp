@@ -16,15 +16,11 @@ namespace AK_ISA_NS {
 // Vector registers the accumulators of a skinny tile may take.
 template <class V> constexpr int skinny_acc_budget() { return V::width >= 16 ? 16 : 8; }
 
-// The most rows the skinny kernels are instantiated for (B contiguous along
-// n; along k), and the most one register tile takes: products of more rows
+// The most rows the skinny kernels are instantiated for (a table's
+// skinny_m), and the most one register tile takes: products of more rows
 // than kSkinnyTileRows run the same tiles over groups of rows, the first
 // group streaming B and each later one reading the same B lines again from
-// L1/L2. B along k stops at 32 rows: each group of its rows re-reads its
-// slice of A (rows x 4096 floats, from L2) per few B rows, and at 36-48
-// rows it ran at 0.73-1.3x the packed path depending on the strides
-// (AVX-512, 1 thread, n = k = 1500-4096), where along n it ran at
-// 1.15-1.6x (sgemm_one).
+// L1/L2.
 constexpr int kSkinnyMaxRows = 48;
 // The most rows sgemm_skinny<V, Cfg> takes, B stored either way: B along k
 // stops at skinny_m_b_along_k, as each group of its rows re-reads its slice
@@ -66,8 +62,7 @@ template <class V> AK_ALWAYS_INLINE typename V::reg load_per_use(const float *p)
 // Whether m rows of A at this stride (floats) crowd one L1 set: at strides
 // that are multiples of 4 KiB (a 4096-wide weight's input rows), all m rows
 // of a column step land in the same 8-way set and, with B's lines, thrash it
-// (NT 8 x 4096 x 4096: ~29 GFLOP/s aliased, ~45 copied). Rows that span less
-// than a page cannot.
+// (copying A is faster then). Rows that span less than a page cannot.
 inline bool skinny_rows_alias(std::int64_t stride, std::int64_t m) {
   if (stride * 4 * (m - 1) < 4096) return false;
   int rows_in_set[64] = {};

@@ -14,16 +14,13 @@
 namespace attnkern {
 namespace AK_ISA_NS {
 
-// The NN range's tile and k block (skinny_n_range). From 6 rows on, on
-// 32-register sets, the tile takes up to 24 accumulators (8 x 3 vectors, 6 x
-// 4) and k runs in blocks of 32 rows, so that the tile's sums make one round
+// The NN range's tile and k block (skinny_n_range). From
+// skinny_nn_wide_min_rows (6) rows on, on 32-register sets, the tile takes
+// up to 24 accumulators (8 x 3 vectors, 6 x 4) and k runs in blocks of
+// skinny_nn_wide_k_block (32) rows, so that the tile's sums make one round
 // trip through memory per 32 k steps rather than per 8: there the FMAs, not
-// B's stream, are the limit. m = 8, 1 thread: in cache (B in L2) ~55 -> ~87
-// GFLOP/s; 8 x 4096 x 4096, A/B in one process (ad-hoc harness, alternating
-// calls, medians of 31), 1 thread +16-25 %, 2 threads +18-42 %; 7 rows
-// +20-30 %, 6 rows +0-16 %, 5 rows 0.90-1.04 (left as it was). Fewer rows
-// keep blocks of 8, which stream faster for them (m = 4 with blocks of 32:
-// -15-25 %).
+// B's stream, are the limit. Fewer rows keep blocks of skinny_nn_k_block
+// (8), which stream faster for them.
 template <class V, class Cfg, int M> constexpr bool skinny_n_wide() {
   return M >= Cfg::skinny_nn_wide_min_rows && V::width >= 16;
 }
@@ -107,30 +104,22 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
   const std::int64_t lds = padded + (skinny_rows_alias(padded, M) ? 16 : 0);
   // The sums start 32 L1 sets (half of them) away from B's first line. B's
   // rows of a block are often a multiple of 4 KiB apart (a 4096-wide
-  // weight), so a strip's lines of all of them, and those of the next block that
-  // are requested meanwhile, crowd the same sets; sums that land on them
-  // too (by the scratch's alignment) exceed the 8 ways. 1 thread, 4096 x
-  // 4096, huge pages, medians of 3-4 alternating runs, GB/s over a
-  // streaming read in the same process: m = 2 0.84 -> 0.89, m = 4 0.71 ->
-  // 0.83, m = 1 0.97 -> 0.99, m = 8 0.57 -> 0.56. The slice has room for
-  // the shift (skinny_sums_floats).
+  // weight), so a strip's lines of all of them, and those of the next block
+  // that are requested meanwhile, crowd the same sets; sums that land on
+  // them too (by the scratch's alignment) exceed the 8 ways. The slice has
+  // room for the shift (skinny_sums_floats).
   acc += (l1_set_of(b + j0) + 32 - l1_set_of(acc) + 64) % 64 * 16;
   for (std::int64_t x = 0; x < M * lds; ++x) acc[x] = 0.0f;
   for (std::int64_t p0 = 0; p0 < k; p0 += kBlock) {
     const std::int64_t p1 = p0 + kBlock < k ? p0 + kBlock : k;
     // The next block's rows of this strip, a line at a time (prefetcht2):
-    // each block starts on kBlock new row streams, which the hardware prefetcher
-    // would have to find again (m = 1: 20 -> 23.5 GB/s, m = 2: 16 -> 20,
-    // m = 4: 13.6 -> 15.4, m = 8 with A and the sums unaliased: +5 %;
-    // prefetcht0 was slower everywhere).
+    // each block starts on kBlock new row streams, which the hardware
+    // prefetcher would have to find again (prefetcht0 was slower).
     const std::int64_t q1 = p1 + kBlock < k ? p1 + kBlock : k;
     // Each k step of a strip asks for the same strip of one next row, among
-    // its FMAs, rather than the tile asking for all of them at its start: a burst
-    // of requests holds the core's miss buffers while the FMAs wait. 1
-    // thread, 3 alternating rounds, skinny over adjacent read, medians: m = 1
-    // 0.85 -> 0.86, m = 2 0.79 -> 0.86, m = 4 0.68 -> 0.83, m = 8 0.54 ->
-    // 0.63 (AVX2 m = 4 0.64-0.84 -> 0.91-0.95). A shorter last block takes
-    // the burst.
+    // its FMAs, rather than the tile asking for all of them at its start: a
+    // burst of requests holds the core's miss buffers while the FMAs wait. A
+    // shorter last block takes the burst.
     const bool spread = q1 - p1 == p1 - p0;
     for (std::int64_t j = 0; j < strips_end; j += strip) {
       if (!spread)
@@ -148,9 +137,8 @@ void skinny_n_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
     if (vec_end < width) {
       // The last width - vec_end columns: the block's B rows copied into
       // whole vectors, zero-padded, for the same one-vector tile. Its spare
-      // lanes land in the sums' padding and are never read. (Each lane of
-      // one scalar chain per row and column instead: n = 1500, m = 8, 1
-      // thread ~45 GFLOP/s against ~75 at 1504.)
+      // lanes land in the sums' padding and are never read. (One scalar
+      // chain per row and column instead ran far slower.)
       alignas(64) float bt[kBlock * W];
       const std::int64_t tail = width - vec_end;
       for (std::int64_t p = p0; p < p1; ++p) {

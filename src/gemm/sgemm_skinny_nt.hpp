@@ -55,19 +55,15 @@ inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
         for (int j = 0; j < J; ++j) __builtin_prefetch(b_next + j * ldb + p, 0, 1);
       // m >= 4 also asks for its own rows kAhead floats on: with the
       // arithmetic of four or more A rows per B vector between requests,
-      // the next rows' prefetches alone leave the stream short
-      // (NT 4 x 4096 x 4096: 15 -> 20 GB/s, 8 x 4096 x 4096: 8.5 -> 14).
+      // the next rows' prefetches alone leave the stream short.
       if (M >= 4 && (p & 15) == 0 && p + kAhead < p1) {
 #pragma GCC unroll 8
         for (int j = 0; j < J; ++j) __builtin_prefetch(b + j * ldb + p + kAhead, 0, 1);
       }
       // A's vector is loaded by each of its J FMAs (load_per_use) rather
       // than once into a register, though B is what streams from memory:
-      // NT 4 x 4096 x 4096, 1 thread, skinny over read GB/s, 3 alternating
-      // runs: 0.72-0.79 -> 0.99-1.11 (2 rows 0.87-0.95 -> 0.91-1.03, 1 row
-      // 0.92-0.98 -> 0.98-1.02, 8 rows 0.63-0.71 either way). The likely
-      // cause: with fewer operations and registers written per B line, more
-      // lines of B are in flight while the FMAs wait for them.
+      // faster up to 4 rows (alike at 8), likely as fewer operations and
+      // registers written per B line leave more lines of B in flight.
       if constexpr (AInRegisters) {
 #pragma GCC unroll 8
         for (int i = 0; i < M; ++i) {
@@ -127,21 +123,14 @@ inline void skinny_k_more_rows(std::int64_t p0, std::int64_t p1, const float *a,
   }
 }
 
-// The NT range's tile (skinny_k_range). From 6 rows on, on 32-register
-// sets, the tile takes up to 24 accumulators (8 x 3 columns, 7 x 3, 6 x 4)
-// and skinny_k_tile's AInRegisters form, which leaves the loads of A to the
-// compiler: GCC 12 makes A's vector the memory operand of each FMA (8 x 3:
-// 3 loads of B and 24 FMAs that read A, per step) without load_per_use's
-// empty asm per use. Each product and each lane's sum is the same as
-// before, but at 8 rows a column's 16 lanes are now reduced alone (8 x 2
-// reduced all 16 sums at once), which pairs them differently: m = 8 to 32
-// may differ from before in the last bits. A/B in one process (ad-hoc, 3
-// alternating rounds, medians of 5 / 3), AVX-512, n = k = 4096, GFLOP/s,
-// 1 thread: m = 8 73.0-74.8 -> 76.6-77.0, m = 16 77.8-79.5 -> 80.2-82.3,
-// m = 32 77.5-80.6 -> 82.5-84.2; 2 threads, within this VM's noise: m = 8
-// 136-145 -> 140-150, m = 16 146-153 -> 151-161, m = 32 146-154 -> 151-166.
-// Not kept: 24 accumulators with load_per_use (m = 8 +0-4 %), and A forced
-// into a register per row (an empty asm on it), 8-13 % slower than this.
+// The NT range's tile (skinny_k_range). From skinny_nt_wide_min_rows (6)
+// rows on, on 32-register sets, the tile takes up to 24 accumulators (8 x 3
+// columns, 7 x 3, 6 x 4) and skinny_k_tile's AInRegisters form, which
+// leaves the loads of A to the compiler: GCC 12 makes A's vector the memory
+// operand of each FMA (8 x 3: 3 loads of B and 24 FMAs that read A, per
+// step) without load_per_use's empty asm per use; faster than both
+// load_per_use and A forced into a register. At 8 rows a column's 16 lanes
+// are reduced alone (not all 16 sums of an 8 x 2 tile at once).
 template <class V, class Cfg, int M> constexpr bool skinny_k_wide() {
   return M >= Cfg::skinny_nt_wide_min_rows && V::width >= 16;
 }
@@ -158,15 +147,11 @@ template <class V, int J> constexpr bool skinny_k_tiles_reduce_alike() {
 
 // The k blocks of skinny_k_range: as deep as M rows of A fit in
 // skinny_a_slice_bytes (a share of L2: every group of J columns re-reads
-// the slice while B streams past once), never shallower than 4096 (shorter
-// blocks measured slower, as each B row segment then starts a new prefetch
-// stream), and cut into equal blocks of whole vectors where those stay that
-// deep (AVX2, m = 8, k = 11008: 3 x 3680 ran 4 % slower than 4096, 4096,
-// 2816). A function of the shape alone. Where the whole of k fits, B is one
-// linear stream: AVX-512, n = 4096, A/B in one process against blocks of
-// 4096, k = 11008: 1 thread m = 1, 2, 4, 8 +4-13 %, 2 threads +5-11 %;
-// k = 8192 m = 4, 8 +3-8 %; k = 14336, m = 8 (two blocks of 7168) +3-5 %,
-// where one block of 14336 (a 448 KiB slice) ran 4-6 % slower.
+// the slice while B streams past once), so that where the whole of k fits
+// B is one linear stream; never shallower than skinny_nt_min_k_block (4096:
+// each B row segment starts a new prefetch stream), and cut into equal
+// blocks of whole vectors where those stay that deep (shorter equal blocks
+// ran slower). A function of the shape alone.
 template <class Cfg, int M> std::int64_t skinny_k_block(std::int64_t k) {
   constexpr std::int64_t least = Cfg::skinny_nt_min_k_block;
   constexpr std::int64_t fit = Cfg::skinny_a_slice_bytes / (4 * M) / 16 * 16;
@@ -186,7 +171,8 @@ void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
   constexpr int G1 = skinny_first_group<M>();
   constexpr bool wide = skinny_k_wide<V, Cfg, G1>();
   constexpr int J0 = (wide ? 24 : skinny_acc_budget<V>()) / G1;
-  // At most 4 rows of B at once: more concurrent streams measured slower.
+  // At most skinny_nt_max_b_rows (4) rows of B at once: more concurrent
+  // streams ran slower.
   constexpr int J = J0 < 1 ? 1 : J0 > Cfg::skinny_nt_max_b_rows ? Cfg::skinny_nt_max_b_rows : J0;
   // Threads split the columns at multiples of kSkinnyGrain. A J that does
   // not divide it moves a column between a tile and the one-column tail
@@ -197,8 +183,7 @@ void skinny_k_range(std::int64_t j0, std::int64_t j1, std::int64_t k, const floa
                 "a column's bits would follow the thread count");
   const std::int64_t kBlock = skinny_k_block<Cfg, M>(k);
   // The next group's rows are prefetched as this group streams, so each
-  // group starts warm instead of training a new hardware stream (m = 1
-  // 17 -> 19 GB/s, m = 2 16 -> 20, m = 4 and 8 see skinny_k_tile).
+  // group starts warm instead of training a new hardware stream.
   const std::int64_t width = j1 - j0, groups_end = width / J * J;
   for (std::int64_t x = 0; x < M * width; ++x) sum[x] = 0.0f;
   for (std::int64_t p0 = 0; p0 < k; p0 += kBlock) {
