@@ -32,11 +32,9 @@ inline void sgemm_ukernel(std::int64_t kc, const float *__restrict ap, const flo
   // PrefetchC (the GEMM driver's full tiles): C's tile is asked for (for
   // writing) before the k loop, so that its lines arrive from L2 or L3
   // while the FMAs run instead of after them (C rows 2-8 KiB apart share L1
-  // sets and are gone since the last kc block). Not for short loops, where
-  // the requests only add work (64^3: -5 %), nor for attention's tiles,
-  // whose C is in L1 (prefill measured 7-13 % slower with it). A/B medians
-  // of 7, 1 thread: 512^3 NN 98 -> 102 GFLOP/s, 2048^3 97 -> 100, AVX2
-  // 1024^3 95 -> 98.
+  // sets and are gone since the last kc block). Not for short loops
+  // (kc < 128), where the requests only add work, nor for attention's
+  // tiles, whose C is in L1 (slower with it).
   if (PrefetchC && kc >= 128)
 #pragma GCC unroll 32
     for (int i = 0; i < R; ++i)

@@ -17,16 +17,20 @@ struct GemmBlocksWide;
 // place when n <= 16 slivers (512). Products whose width the 6 x 64 tile
 // pads no more take that tile instead.
 //
-// skinny_m 48: up to 48 rows (32 with B stored n x k, the skinny kernels'
-// own limit) take the skinny path, B read in place once by tiles of up to 8
-// rows, rather than packing B for a 12-row tile that m pads or leaves
-// mostly idle; from 56 rows on the packed path is as fast.
+// skinny_m 48: up to 48 rows (32 with B stored n x k: skinny_m_b_along_k)
+// take the skinny path, B read in place once by tiles of up to 8 rows,
+// rather than packing B for a 12-row tile that m pads or leaves mostly
+// idle; from 56 rows on the packed path is as fast. The NT skinny kernel's
+// k blocks hold up to 384 KiB of A rows (skinny_a_slice_bytes; 128 KiB
+// elsewhere): deeper blocks keep B one linear stream, and a 448 KiB slice
+// ran slower.
 struct GemmBlocks : GemmBlocksDefaults {
   static constexpr int width = 16, mr = 12, nv = 2;
   static constexpr std::int64_t mc = 192, kc = 256, nc = 4096;
   static constexpr std::int64_t kc_narrow = 512;
   static constexpr std::int64_t skinny_m = 48;
-  using wide_tile = GemmBlocksWide; // for widths it pads no more (sgemm_one)
+  static constexpr std::int64_t skinny_a_slice_bytes = 384 * 1024;
+  using wide_tile = GemmBlocksWide; // for widths it pads no more (plan_sgemm)
 };
 
 // 6 x 64 tile for every product it pads no more than the 12 x 32 tile (n a
@@ -40,7 +44,6 @@ struct GemmBlocksWide : GemmBlocksDefaults {
   static constexpr int width = 16, mr = 6, nv = 4;
   static constexpr std::int64_t mc = 192, kc = 512, nc = 4096;
   static constexpr std::int64_t kc_narrow = 512, narrow_slivers = 2;
-  static constexpr std::int64_t skinny_m = GemmBlocks::skinny_m; // sgemm_one checks it again
 };
 static_assert(GemmBlocks::mr == 12 && GemmBlocks::nv * GemmBlocks::width == 32,
               "the comment states the tile shape");
