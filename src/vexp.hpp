@@ -19,7 +19,7 @@
 // subtraction's error carried is off by more than an ulp, and a softmax
 // weight adds its own exponential's error to the sum's (of the opposite
 // sign) and the division's rounding: SSE2 rows broke docs/design.md's 2e-7
-// bound that way (docs/tuning-softmax.md). With every exponential within
+// bound that way (docs/tuning.md). With every exponential within
 // ~0.5 ulp, and softmax rows summing them in double there
 // (rows_exp_sum_with), a row's weights are within 1.5 ulp (1.8e-7) whatever
 // the input (normal weights). (Scalar: also fewer operations than the float
@@ -178,7 +178,7 @@ template <class V> inline typename V::reg vexp_poly(typename V::reg r) {
 // Same bits as before: those lanes were 0 before too. On AVX2 and NEON,
 // lanes in (-176, -104) still underflow (finite scores 104 to 176 below the
 // row's maximum: rare). Rows with -inf entries gain several times
-// (docs/tuning-softmax.md).
+// (docs/tuning.md).
 constexpr float kExpZeroBelow = -104.0f, kExpZeroFloor = -176.0f;
 
 // p * 2^n for an integral n in [-152, 128], rounded once: results in the
@@ -263,7 +263,7 @@ template <class V> inline typename V::reg vexp_corrected(typename V::reg x, type
 
 // (Scalar: in double, as softmax's exps there, which is also faster: its
 // float method rounds by a library call on baseline x86-64;
-// docs/tuning-softmax.md.)
+// docs/tuning.md.)
 template <class V> inline typename V::reg vexp(typename V::reg x) {
   if constexpr (V::width == 1) return exp_diff_in_double<V, true>(x, V::zero());
 #if defined(__AVX512F__)

@@ -1,6 +1,6 @@
 // Bit-identical results for 1, 2, 3, 4 and 8 threads (docs/design.md: no
 // reduction is split by thread count), on every instruction set. Teams of
-// more than two run SGEMM's column groups (gemm_driver.hpp's plan_gemm).
+// more than two run SGEMM's column groups (gemm_plan.hpp's plan_packed).
 #include <gtest/gtest.h>
 
 #include <algorithm>

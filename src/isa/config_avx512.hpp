@@ -51,7 +51,7 @@ static_assert(GemmBlocksWide::mr == 6 && GemmBlocksWide::nv * GemmBlocksWide::wi
               "the comment states the second tile's shape");
 
 // Short softmax rows 4 at a time (the default is 2): with 32 registers,
-// four rows' passes overlap their latencies (docs/tuning-softmax.md).
+// four rows' passes overlap their latencies (docs/tuning.md).
 struct SoftmaxBlocks : SoftmaxBlocksDefaults {
   static constexpr int rows_at_once = 4;
 };
@@ -66,7 +66,7 @@ struct SoftmaxBlocks : SoftmaxBlocksDefaults {
 // - softmax_axis, pieces whose exponentials reach 16 MiB (they would be
 //   evicted before the second pass reads them); smaller ones that stay in
 //   L3 lose.
-// (The measurements: docs/tuning-softmax.md.)
+// (The measurements: docs/tuning.md.)
 inline SoftmaxTuning softmax_tuning(const CpuFeatures &cpu) {
   SoftmaxTuning t = softmax_tuning_defaults();
   t.stream_rows_min_bytes = cpu.intel ? std::int64_t{32} << 20 : 0;

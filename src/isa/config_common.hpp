@@ -30,7 +30,7 @@ struct GemmBlocksDefaults {
 
   // The SGEMM driver's and skinny kernels' measured thresholds
   // (src/gemm/gemm_plan.hpp, gemm_driver.hpp, sgemm_skinny*.hpp; the
-  // measurements in docs/tuning-gemm.md), the same on every instruction set
+  // measurements in docs/tuning.md), the same on every instruction set
   // so far except skinny_a_slice_bytes (AVX-512: 384 KiB).
   // Threads: each gets at least this much work.
   static constexpr double scale_min_elements_per_thread = 1 << 16; // C = beta * C

@@ -42,7 +42,7 @@ KernelStatus softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_
   }
   // A thread per 32768 elements at least (per-thread work of a few
   // microseconds below that; smaller planes ran slower on two threads than
-  // on one, split by blocks, bands or columns: docs/tuning-softmax.md).
+  // on one, split by blocks, bands or columns: docs/tuning.md).
   const double elements = static_cast<double>(outer) * axis_len * inner;
   if (axis_len <= kShortAxisMax) {
     softmax_axis_short<V>(outer, axis_len, inner, x, y,
@@ -69,7 +69,7 @@ KernelStatus softmax_axis(std::int64_t outer, std::int64_t axis_len, std::int64_
   // Otherwise, on a plane of 2^15 elements or more, the team goes through
   // its pieces one by one and shares out each one's bands (see
   // kMinBandRows): split by columns, narrow pieces ran slower on two
-  // threads than on one (docs/tuning-softmax.md). Planes with fewer bands
+  // threads than on one (docs/tuning.md). Planes with fewer bands
   // than threads split columns: two pieces per thread where the lines allow
   // (each piece's rows then stay in L2).
   const bool planes_even = outer >= threads && (outer % threads == 0 || outer >= 4 * threads);

@@ -38,7 +38,7 @@ constexpr std::int64_t kRowsAhead = 8;
 // compares finds the shifts first and the first pass stores those rows
 // against M. Either way the same bits. (In place, recomputing every
 // exponential in the second pass instead was slower;
-// docs/tuning-softmax.md.)
+// docs/tuning.md.)
 template <class V> struct AxisBand {
   using reg = typename V::reg;
   static constexpr int W = V::width;
@@ -152,7 +152,7 @@ template <class V> struct AxisBand {
   // are overwritten. 16 rows rather than one step's 4, so that a vector's
   // 16 unit-normal columns all start from 0 (and take vexp_unshifted) but
   // about once in 4000 pieces, not about 2 times in 3
-  // (docs/tuning-softmax.md).
+  // (docs/tuning.md).
   static constexpr int kSeedRows = 16;
   static_assert(kSeedRows % R == 0 && kSeedRows <= kShortAxisMax, "long axes have them");
   void seed(std::int64_t v) const {
@@ -207,7 +207,7 @@ template <class V> struct AxisBand {
   // rounds the sum, and pairs broke the 2e-7 bound in the tests), and keep
   // them in y. Pairs are faster than every term alone and stay within
   // docs/design.md's 2e-7 bound, partials of 4 do not
-  // (docs/tuning-softmax.md). In place (Final), rows before a vector's
+  // (docs/tuning.md). In place (Final), rows before a vector's
   // `last` store the exponentials against the merged shifts instead, since
   // x will not be there to recompute them.
   template <int Rows, bool Final> void stats_step(std::int64_t a) const {

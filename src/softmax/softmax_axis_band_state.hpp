@@ -16,7 +16,7 @@ constexpr int kAxisStepRows = 4; // rows per step of a band's passes
 // that each writes rows of its own. Split by columns, two threads write
 // into the same pages a few hundred bytes apart, which now and then ran at
 // a fraction of the speed (lines not shared; the prefetchers are the likely
-// cause; docs/tuning-softmax.md).
+// cause; docs/tuning.md).
 constexpr std::int64_t kMinBandRows = 64, kMaxBands = 16;
 
 struct AxisBands {

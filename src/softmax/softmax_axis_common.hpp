@@ -15,7 +15,7 @@ namespace AK_ISA_NS {
 
 // Axes up to this long take the blocks (softmax_axis_short.hpp); longer
 // ones, the pieces (softmax_axis_long.hpp), whose two passes win from about
-// there on (docs/tuning-softmax.md). It also sizes the blocks' buffer.
+// there on (docs/tuning.md). It also sizes the blocks' buffer.
 constexpr std::int64_t kShortAxisMax = 32;
 
 // A vector of columns of one row at p: whole (Tail false), or the first

@@ -16,7 +16,7 @@
 // keeps them in y; a merge of the piece's bands gives each column its shift
 // and sum; the second pass divides. Two passes rather than three (maximum,
 // exponentials, division): faster on every shape measured
-// (docs/tuning-softmax.md).
+// (docs/tuning.md).
 #pragma once
 
 #include <cstdint>
@@ -131,7 +131,7 @@ void softmax_axis_piece(const float *x, float *y, std::int64_t axis_len, std::in
   // The second pass takes a thread's bands, and each band its rows, from
   // the last to the first: the rows of y the first pass wrote last are the
   // likeliest to be still in L3 (pieces of 512 floats, whose y would fit in
-  // L3 whole, ran slower; docs/tuning-softmax.md).
+  // L3 whole, ran slower; docs/tuning.md).
   const std::int64_t t = team ? omp_thread_id() : 0, nt = team ? omp_team_size() : 1;
   for (std::int64_t b = bands.count * (t + 1) / nt - 1; b >= bands.count * t / nt; --b) {
     const AxisBand<V> bd = band(b);

@@ -25,14 +25,14 @@ namespace AK_ISA_NS {
 // thread's, and y is written once, by the division: kept in y, a block's
 // rows, inner floats apart (128 KiB for 16 x 32768), fell into the same few
 // L1 sets, more lines of x and y than the sets have ways, and y was written
-// twice (docs/tuning-softmax.md).
+// twice (docs/tuning.md).
 
 // A block's exponential pass: exponentials into buf (rows of NB * W
 // floats) and their compensated (Kahan) sums, from x and the column's
 // index; the maxima come along with FindMax. Its state arrays stay in
 // registers only where this is inlined and every loop over them unrolled:
 // kept in a lambda and unrolled by 4, they lived on the stack, a load and a
-// store each per element (docs/tuning-softmax.md).
+// store each per element (docs/tuning.md).
 template <class V, int NB, bool Tail, bool FindMax, class Exp>
 AK_ALWAYS_INLINE void axis_block_exp_pass(const float *x, float *buf, std::int64_t axis_len,
                                           std::int64_t inner, std::int64_t n,
@@ -80,7 +80,7 @@ bool softmax_axis_block(const float *x, float *y, float *buf, std::int64_t axis_
   // [0, 64] (where they take vexp_unshifted below), which the maxima found
   // on the way then confirm or refute (vexp_unshifted meets any value
   // here, those above its domain too: results that are thrown away); this
-  // saves the pass of loads and compares over x (docs/tuning-softmax.md).
+  // saves the pass of loads and compares over x (docs/tuning.md).
   // In place too: the guesses go to buf, and x, needed again where they
   // are refuted, stays until the division.
   if (optimistic)

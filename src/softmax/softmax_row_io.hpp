@@ -28,7 +28,7 @@ template <class V> struct RowIo {
 // Rows that come from memory stream better when the next row is requested
 // while this one is worked on in cache: its lines are prefetched (into L2)
 // at the offsets the exp pass and again the last pass reach (one pass of
-// requests gave about half the gain; docs/tuning-softmax.md).
+// requests gave about half the gain; docs/tuning.md).
 inline void prefetch_next_row(const float *next, std::int64_t j) {
   if (next && j % 16 == 0) __builtin_prefetch(next + j, 0, 1);
 }
@@ -36,7 +36,7 @@ inline void prefetch_next_row(const float *next, std::int64_t j) {
 // Log-softmax writes y only in its last pass; the exp pass asks for y's
 // lines for writing (into L1) as it goes, so that their fetch overlaps
 // arithmetic instead of stalling the store-only last pass (cold rows:
-// docs/tuning-softmax.md).
+// docs/tuning.md).
 inline void prefetch_for_write(float *y, std::int64_t j) {
   if (y && j % 16 == 0) __builtin_prefetch(y + j, 1, 3);
 }

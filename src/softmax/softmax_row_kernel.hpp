@@ -32,7 +32,7 @@ namespace AK_ISA_NS {
 // maximum pass before it; else the rows go the usual way (y is rewritten,
 // x is intact; log-softmax writes y only at the end). Returns whether the
 // guess held; the bits are the same either way. Rows whose maxima bear it
-// out (unit-normal rows) save a pass over x; docs/tuning-softmax.md.
+// out (unit-normal rows) save a pass over x; docs/tuning.md.
 template <class V, int R>
 bool softmax_rows_at(const float *const *x, float *const *y, std::int64_t n, bool log,
                      const float *const *next, bool guess = false) {

@@ -119,7 +119,7 @@ void rows_exp_sum_with(const float *const *rows, std::int64_t n, float *const *o
     // which log-softmax's log s cannot afford for s near 1. Its error,
     // below n 2^-53 of the sum, stays a small fraction of a float ulp up to
     // 2^26 entries a row. (Scalar: faster, too, than a compensated float
-    // pair per entry; docs/tuning-softmax.md.)
+    // pair per entry; docs/tuning.md.)
     for (int r = 0; r < R; ++r) {
       DoubleSum<V> even, odd;
       reg top = V::set1(-std::numeric_limits<float>::infinity());
@@ -256,7 +256,7 @@ void rows_exp_sum_with(const float *const *rows, std::int64_t n, float *const *o
 // exp(x - m): x needs no subtraction then, and so no carried rounding error
 // (7 of the 21 vector operations of vexp_shifted), and softmax is the same
 // function whatever the shift (faster on unit-normal rows, whose maxima lie
-// in [0, 64]; docs/tuning-softmax.md). With 0 <= m <= kUnshiftedExpMax no
+// in [0, 64]; docs/tuning.md). With 0 <= m <= kUnshiftedExpMax no
 // exp overflows and the sum (at least exp(m) >= 1, below 2^35 e^64 <
 // FLT_MAX) is finite; since the weight exp(x) / sum is then at most exp(x),
 // a weight that is a normal float never comes from a subnormal exponential.
@@ -270,7 +270,7 @@ inline bool unshifted_row(float m, std::int64_t n, float lowest = 0.0f) {
 // log-softmax's sum alone. Weights of rows with a maximum in [0, 64] come
 // from exp(x) itself where FMA lets the division take the sum's low part
 // (without, the shifted exponentials are more accurate; the worst errors
-// are in docs/tuning-softmax.md). Log-softmax's y = x - (shift + log s)
+// are in docs/tuning.md). Log-softmax's y = x - (shift + log s)
 // takes exp(x) itself only where the maximum is at least 1: log s then
 // carries exp's relative error (~1e-7) as an absolute one, within its bound
 // of 2 ulp of |x| + |m| + log s only where |m| is not small (a one-entry
