@@ -1,7 +1,7 @@
 // C-API misuse: every entry point against every kind of bad argument, and the
 // empty / degenerate calls that must succeed.
 //
-// The contract under test (docs/design.md, "Semantics every kernel keeps"): bad
+// The contract under test (docs/design.md, "The contract"): bad
 // input never crashes and never writes. Each rejected call must return the
 // exact status, leave a message in ak_last_error() that starts with the
 // function's name and names the offending argument, leave every buffer it was

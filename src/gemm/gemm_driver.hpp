@@ -3,9 +3,6 @@
 // skinny kernels (sgemm_skinny.hpp) or the packed loop nest
 // (gemm_schedules.hpp over gemm_macro_kernel.hpp) on the main or the wide
 // tile; sgemm_batched runs a strided batch of them.
-//
-// Also the one header that brings in all of the GEMM code, for the
-// attention kernel too (the micro-kernel, the packing, the skinny tiles).
 #pragma once
 
 #include <cstdint>

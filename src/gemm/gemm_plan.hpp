@@ -220,6 +220,9 @@ template <class Cfg> GemmPlan plan_sgemm(const GemmArgs &g, int threads) {
     using Wide = typename Cfg::wide_tile;
     constexpr int NR = Cfg::nv * Cfg::width;
     constexpr std::int64_t WR = Wide::nv * Wide::width;
+    static_assert(Wide::kc_narrow == Cfg::kc_narrow &&
+                      Wide::own_split_max_flops == Cfg::own_split_max_flops,
+                  "both tiles must sum alike where the team size picks the tile");
     if (g.n > NR && round_up(g.n, WR) == round_up(g.n, NR) &&
         (g.n > 2 * WR || threads <= 1 || 2.0 * g.m * g.n * g.k >= Cfg::own_split_max_flops))
       return plan_packed<Wide>(g, threads, GemmPath::packed_wide);

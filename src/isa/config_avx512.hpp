@@ -17,8 +17,8 @@ struct GemmBlocksWide;
 // place when n <= 16 slivers (512). Products whose width the 6 x 64 tile
 // pads no more take that tile instead.
 //
-// skinny_m 48: up to 48 rows (32 with B stored n x k: skinny_m_b_along_k)
-// take the skinny path, B read in place once by tiles of up to 8 rows,
+// skinny_m 48: up to 48 rows (32 with B stored n x k: skinny_m_b_along_k;
+// past 8 rows only for a B of 8 MiB or more) take the skinny path, B read in place once by tiles of up to 8 rows,
 // rather than packing B for a 12-row tile that m pads or leaves mostly
 // idle; from 56 rows on the packed path is as fast. The NT skinny kernel's
 // k blocks hold up to 384 KiB of A rows (skinny_a_slice_bytes; 128 KiB

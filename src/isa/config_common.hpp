@@ -5,7 +5,8 @@
 // and the softmax streaming-store thresholds (`softmax_tuning`). Kernels
 // read these values; they never test the CPU themselves.
 //
-// Included inside an instruction set's namespace (AK_ISA_NS) after simd.hpp.
+// Included by an instruction set's translation unit after it defines
+// AK_ISA_NS and V.
 #pragma once
 
 #include <cstdint>
