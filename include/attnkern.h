@@ -1,6 +1,7 @@
 /*
- * attnkern: fp32 numerics kernels for attention (SGEMM, softmax, fused
- * scaled-dot-product attention) behind one flat C ABI.
+ * attnkern: numerics kernels for attention (SGEMM, softmax, fused
+ * scaled-dot-product attention over fp32, f16 or bf16 K/V caches, paged or
+ * not) behind one flat C ABI.
  *
  * Conventions: row-major everywhere; sizes, leading dimensions and strides are
  * int64_t counted in elements (never bytes). A leading dimension is at least
@@ -13,6 +14,7 @@
 #ifndef ATTNKERN_H
 #define ATTNKERN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define AK_VERSION_MAJOR 0
@@ -150,6 +152,39 @@ AK_API ak_status ak_log_softmax(int64_t rows, int64_t cols, const float *x, int6
 AK_API ak_status ak_softmax_axis(int64_t outer, int64_t axis_len, int64_t inner, const float *x,
                                  float *y);
 
+/* --------------------------------------------- storage types and caches */
+
+/* Storage type of K/V caches (and of ak_convert's arrays). q, out, bias,
+   lse and probs are always fp32, and so is every accumulation. */
+typedef enum { AK_F32 = 0, AK_F16 = 1, AK_BF16 = 2 } ak_dtype;
+
+/* dst[i] = src[i] converted, for i < n. Narrowing rounds to nearest, ties
+   to even; a finite value past the f16 range becomes +-inf (bf16 has
+   fp32's range: only values that round past FLT_MAX do); f16 subnormals
+   are kept (no flush to zero); NaN stays NaN, sign kept, in bf16 too (never
+   rounded into inf); widening is exact. dst may equal src only when both
+   types have the same size; any other overlap is not allowed (not
+   checked). n = 0 is a no-op. */
+AK_API ak_status ak_convert(ak_dtype dst_type, void *dst, ak_dtype src_type, const void *src,
+                            int64_t n);
+
+/* New keys or values into a cache pool: src [n_tokens, num_kv_heads,
+   head_dim] fp32 with [token, head] strides (src_strides NULL or both 0 =
+   contiguous; head_dim contiguous). Token t goes to slot slots[t] = page *
+   page_size + offset, or nowhere if slots[t] = -1. The pool holds num_pages
+   pages of [num_kv_heads, page_size, head_dim] in dst_type, with [page,
+   head, offset] strides in elements of dst_type (page_strides NULL or all 0
+   = contiguous). A contiguous [num_kv_heads, max_len, head_dim] cache is one
+   page of page_size max_len. Values are rounded exactly as ak_convert
+   rounds them. A slot < -1 or >= num_pages * page_size, or two tokens
+   naming one slot, is AK_ERR_BAD_ARGUMENT and nothing is written. The pool
+   must not overlap src (not checked). */
+AK_API ak_status ak_kv_cache_store(int64_t n_tokens, int64_t num_kv_heads, int64_t head_dim,
+                                   const float *src, const int64_t src_strides[2],
+                                   const int64_t *slots, ak_dtype dst_type, void *pool,
+                                   int64_t num_pages, int64_t page_size,
+                                   const int64_t page_strides[3]);
+
 /* ------------------------------------------------------------- attention */
 
 typedef enum {
@@ -175,7 +210,24 @@ typedef struct {
   int64_t o_strides[3];
   float *lse;   /* optional out [b, h, q_len]: log-sum-exp of scaled scores */
   float *probs; /* optional out [b, h, q_len, kv_len]: attention weights */
+  /* ---- added in 0.2 (a 0.1 program's smaller struct_size leaves them at
+     their defaults, as ak_attention_desc_init sets them) ---- */
+  int32_t k_type, v_type;     /* ak_dtype of k and v (and of their pools); default AK_F32 */
+  float softcap;              /* > 0: s -> softcap * tanh(s / softcap); 0 = off (not yet
+                                 supported: > 0 is AK_ERR_UNSUPPORTED) */
+  const float *alibi_slopes;  /* optional [num_heads] ALiBi slopes (not yet supported) */
+  const float *sinks;         /* optional [num_heads] sink logits (not yet supported) */
+  const int32_t *block_table; /* optional paged K/V: [batch, block_table_stride] page ids */
+  int64_t block_table_stride, page_size, num_pages;
+  int64_t k_page_strides[3]; /* [page, kv_head, slot] of the K pool; all 0 = contiguous */
+  int64_t v_page_strides[3]; /* [num_pages, num_kv_heads, page_size, dim] */
+  const int32_t *cu_seqlens_q; /* optional packed variable-length batch (not yet supported) */
+  const int32_t *cu_seqlens_k;
 } ak_attention_desc;
+
+/* The struct_size of a 0.1 descriptor (on this ABI): ak_attention accepts
+   it, and every field added since takes its default. */
+#define AK_ATTENTION_DESC_SIZE_0_1 ((uint32_t)(offsetof(ak_attention_desc, k_type)))
 
 /* Zeroes *d, sets struct_size and window_left = window_right = -1. Always
    start from this: a zeroed struct is not the default (a window of 0 means
@@ -214,7 +266,25 @@ AK_API void ak_attention_desc_init(ak_attention_desc *d);
    recomputed, the weights summed in double).
    No output (out, lse, probs) may overlap an input (q, k, v, bias) or
    another output; this is not checked.
-   struct_size must equal sizeof(ak_attention_desc) of this header version.
+   struct_size must be sizeof(ak_attention_desc) of this header or of an
+   earlier release (AK_ATTENTION_DESC_SIZE_0_1); fields past it take their
+   defaults. Any other size is AK_ERR_BAD_ARGUMENT.
+   Storage types: k_type and v_type (ak_dtype) may differ. Half-precision
+   keys and values are widened to fp32 exactly as they are read; q and the
+   weights are never rounded to a narrower type, so the result is the fp32
+   computation on the stored values.
+   Paged K/V (block_table != NULL): k and v point at pools of num_pages
+   pages, each [num_kv_heads, page_size, dim] with [page, kv_head, slot]
+   strides k_page_strides / v_page_strides (all 0 = contiguous), in
+   elements of k_type / v_type; k_strides and v_strides must then be all 0.
+   Key j of batch entry b is slot j % page_size of page
+   block_table[b * block_table_stride + j / page_size]. page_size >= 1,
+   block_table_stride >= ceil(kv_len / page_size), and every page id that
+   a key visible to some query needs must lie in [0, num_pages) (other
+   entries, e.g. -1 for pages past kv_lens[b] or left of a sliding window,
+   are never read); else AK_ERR_BAD_ARGUMENT before anything is written.
+   Without a block table, page_size, num_pages and the page strides must
+   be 0.
    Strides: q_strides etc. give the [batch, head, seq] strides of a tensor
    whose last (head_dim) axis is contiguous; all three 0 means contiguous
    [batch, heads, seq, dim]. bias_strides are taken as given (0 broadcasts

@@ -27,6 +27,7 @@ CpuFeatures detect() {
   __cpuid(1, eax, ebx, ecx, edx);
   f.sse2 = (edx >> 26) & 1u;
   const bool fma = (ecx >> 12) & 1u;
+  const bool f16c = (ecx >> 29) & 1u; // vcvtph2ps: widening f16 K/V
   const bool osxsave = (ecx >> 27) & 1u;
   const bool avx = (ecx >> 28) & 1u;
   if (!osxsave || !avx || max_leaf < 7) return f;
@@ -39,7 +40,7 @@ CpuFeatures detect() {
   const bool avx512dq = (ebx >> 17) & 1u;
   const bool avx512bw = (ebx >> 30) & 1u;
   const bool avx512vl = (ebx >> 31) & 1u;
-  f.avx2_fma = os_ymm && avx2 && fma;
+  f.avx2_fma = os_ymm && avx2 && fma && f16c;
   f.avx512 = f.avx2_fma && os_zmm && avx512f && avx512dq && avx512bw && avx512vl;
   return f;
 }
