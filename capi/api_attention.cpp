@@ -6,6 +6,7 @@
 #include "../src/dispatch.hpp"
 #include "../src/scratch.hpp"
 #include "../src/threading.hpp"
+#include "attention_tensors.hpp"
 #include "attnkern.h"
 #include "errors.hpp"
 #include "validate.hpp"
@@ -13,72 +14,13 @@
 namespace attnkern::capi {
 namespace {
 
-// A [batch, heads, seq, dim] tensor with [batch, head, seq] strides and a
-// contiguous dim axis.
-struct TensorSpec {
-  const char *name;         // the pointer argument, e.g. "out"
-  const char *strides_name; // its descriptor field, e.g. "o_strides"
-  std::int64_t extents[3];  // batch, heads, seq
-  std::int64_t dim;
-  std::int64_t strides[3];
-};
-
-// Resolves all-zero strides to the contiguous layout, checks the strides and
-// returns the floats the tensor spans (0 if empty).
-std::int64_t check_tensor(ArgCheck &ck, TensorSpec &t, bool is_output) {
-  const bool all_zero = t.strides[0] == 0 && t.strides[1] == 0 && t.strides[2] == 0;
-  if (all_zero) {
-    t.strides[2] = t.dim;
-    t.strides[1] = ck.product(t.name, t.extents[2], t.dim);
-    t.strides[0] = ck.product(t.name, t.extents[1], t.strides[1]);
-  }
-  for (int i = 0; i < 3; ++i)
-    if (t.strides[i] < 0)
-      ck.fail(AK_ERR_BAD_STRIDE, "%s[%d] = %lld is negative", t.strides_name, i,
-              static_cast<long long>(t.strides[i]));
-  if (!ck.ok()) return 0;
-  if (t.extents[2] > 1 && t.strides[2] < t.dim)
-    ck.fail(AK_ERR_BAD_STRIDE, "%s[2] (seq) = %lld is smaller than the row length %lld",
-            t.strides_name, static_cast<long long>(t.strides[2]), static_cast<long long>(t.dim));
-  // Empty: no rows to overlap, nothing to span (the default strides of an
-  // empty tensor are 0, and so are a [b, h, s, d] tensor's with s = 0).
-  if (t.extents[0] == 0 || t.extents[1] == 0 || t.extents[2] == 0 || t.dim == 0) return 0;
-  if (is_output && ck.ok()) {
-    // Distinct (batch, head, seq) rows must not overlap: taking the axes by
-    // increasing stride, each stride must clear everything below it.
-    int order[3] = {0, 1, 2};
-    for (int i = 0; i < 3; ++i)
-      for (int j = i + 1; j < 3; ++j)
-        if (t.strides[order[j]] < t.strides[order[i]]) std::swap(order[i], order[j]);
-    std::int64_t span = t.dim;
-    for (int axis : order) {
-      if (t.extents[axis] <= 1) continue;
-      if (t.strides[axis] < span) {
-        ck.fail(AK_ERR_BAD_STRIDE, "%s[%d] = %lld makes output rows overlap (needs >= %lld)",
-                t.strides_name, axis, static_cast<long long>(t.strides[axis]),
-                static_cast<long long>(span));
-        return 0;
-      }
-      span = ck.product(t.name, t.extents[axis] - 1, t.strides[axis]) + span;
-    }
-  }
-  std::int64_t span = ck.sum(t.name, t.dim, 0); // also a row too long to address
-  for (int i = 0; i < 3 && ck.ok(); ++i)
-    span = ck.sum(t.name, span, ck.product(t.name, t.extents[i] - 1, t.strides[i]));
-  return ck.ok() ? span : 0;
-}
-
-ak_status attention_api(const ak_attention_desc *d, const float *q, const float *k, const float *v,
+ak_status attention_api(const ak_attention_desc *desc, const float *q, const void *k, const void *v,
                         float *out) {
   ArgCheck ck("ak_attention");
-  if (!d) return ck.fail(AK_ERR_NULL_POINTER, "the descriptor d is NULL").result();
-  if (d->struct_size != sizeof(ak_attention_desc))
-    return ck
-        .fail(AK_ERR_BAD_ARGUMENT,
-              "struct_size = %u is not a descriptor size this library knows (%u); start from "
-              "ak_attention_desc_init()",
-              d->struct_size, static_cast<unsigned>(sizeof(ak_attention_desc)))
-        .result();
+  if (!desc) return ck.fail(AK_ERR_NULL_POINTER, "the descriptor d is NULL").result();
+  ak_attention_desc full;
+  if (!read_descriptor(ck, desc, &full)) return ck.result();
+  const ak_attention_desc *const d = &full;
   ck.size("batch", d->batch).size("num_heads", d->num_heads).size("num_kv_heads", d->num_kv_heads);
   ck.size("q_len", d->q_len).size("kv_len", d->kv_len);
   ck.size("head_dim", d->head_dim).size("head_dim_v", d->head_dim_v);
@@ -104,16 +46,12 @@ ak_status attention_api(const ak_attention_desc *d, const float *q, const float 
 
   const std::int64_t dv = d->head_dim_v ? d->head_dim_v : d->head_dim;
   TensorSpec tq{"q", "q_strides", {d->batch, d->num_heads, d->q_len}, d->head_dim, {}};
-  TensorSpec tk{"k", "k_strides", {d->batch, d->num_kv_heads, d->kv_len}, d->head_dim, {}};
-  TensorSpec tv{"v", "v_strides", {d->batch, d->num_kv_heads, d->kv_len}, dv, {}};
   TensorSpec to{"out", "o_strides", {d->batch, d->num_heads, d->q_len}, dv, {}};
   std::memcpy(tq.strides, d->q_strides, sizeof tq.strides);
-  std::memcpy(tk.strides, d->k_strides, sizeof tk.strides);
-  std::memcpy(tv.strides, d->v_strides, sizeof tv.strides);
   std::memcpy(to.strides, d->o_strides, sizeof to.strides);
   const std::int64_t ext_q = check_tensor(ck, tq, false);
-  const std::int64_t ext_k = check_tensor(ck, tk, false);
-  const std::int64_t ext_v = check_tensor(ck, tv, false);
+  KvLayout k_src{}, v_src{};
+  check_kv_storage(ck, *d, dv, k, v, &k_src, &v_src);
   const std::int64_t ext_o = check_tensor(ck, to, true);
   // The optional buffers have no size argument to check against; their
   // sizes must still be representable.
@@ -131,10 +69,7 @@ ak_status attention_api(const ak_attention_desc *d, const float *q, const float 
             ck.sum("bias span", span, ck.product("bias span", extents[i] - 1, d->bias_strides[i]));
   }
   ck.product("probs (batch * num_heads * q_len * kv_len)", rows, d->kv_len);
-  ck.pointer("q", q, ext_q)
-      .pointer("k", k, ext_k)
-      .pointer("v", v, ext_v)
-      .pointer("out", out, ext_o);
+  ck.pointer("q", q, ext_q).pointer("out", out, ext_o);
   if (!ck.ok()) return ck.result();
   if (d->kv_lens && d->batch > 0) {
     for (std::int64_t b = 0; b < d->batch; ++b)
@@ -146,6 +81,8 @@ ak_status attention_api(const ak_attention_desc *d, const float *q, const float 
   }
   if (!ck.ok()) return ck.result();
   if (rows == 0) return AK_OK;
+  check_needed_pages(ck, *d);
+  if (!ck.ok()) return ck.result();
 
   AttentionArgs args{};
   args.batch = d->batch, args.heads = d->num_heads, args.kv_heads = d->num_kv_heads;
@@ -159,10 +96,14 @@ ak_status attention_api(const ak_attention_desc *d, const float *q, const float 
   const std::int64_t widest = d->q_len + d->kv_len;
   args.window_left = d->window_left > widest ? widest : d->window_left;
   args.window_right = d->window_right > widest ? widest : d->window_right;
-  args.q = q, args.k = k, args.v = v, args.out = out;
+  args.q = q, args.out = out;
+  args.k_src = k_src, args.v_src = v_src;
+  if (!args.staged()) { // fp32 tensors, read in place
+    args.k = static_cast<const float *>(k), args.v = static_cast<const float *>(v);
+    std::memcpy(args.k_strides, k_src.strides, sizeof args.k_strides);
+    std::memcpy(args.v_strides, v_src.strides, sizeof args.v_strides);
+  }
   std::memcpy(args.q_strides, tq.strides, sizeof args.q_strides);
-  std::memcpy(args.k_strides, tk.strides, sizeof args.k_strides);
-  std::memcpy(args.v_strides, tv.strides, sizeof args.v_strides);
   std::memcpy(args.o_strides, to.strides, sizeof args.o_strides);
   args.bias = d->bias;
   std::memcpy(args.bias_strides, d->bias_strides, sizeof args.bias_strides);
@@ -227,6 +168,8 @@ ak_status mha_api(std::int64_t n_tokens, std::int64_t d_model, std::int64_t num_
   std::memcpy(args.k_strides, qk_strides, sizeof qk_strides);
   std::memcpy(args.v_strides, v_strides, sizeof v_strides);
   std::memcpy(args.o_strides, v_strides, sizeof v_strides);
+  args.k_src = KvLayout{kh, 0, {qk_strides[0], qk_strides[1], qk_strides[2]}, nullptr, 0, 0};
+  args.v_src = KvLayout{vh, 0, {v_strides[0], v_strides[1], v_strides[2]}, nullptr, 0, 0};
   if (kt.attention(args, threads) != KernelStatus::ok)
     return fail(AK_ERR_OUT_OF_MEMORY, "ak_mha_self_attention: out of memory");
   return AK_OK;
@@ -247,6 +190,8 @@ void ak_attention_desc_init(ak_attention_desc *d) {
 
 ak_status ak_attention(const ak_attention_desc *d, const float *q, const float *k, const float *v,
                        float *out) {
+  // k and v point at data of d->k_type / d->v_type (float in 0.1's
+  // signature, kept for the ABI).
   return attnkern::capi::guarded("ak_attention",
                                  [&] { return attnkern::capi::attention_api(d, q, k, v, out); });
 }

@@ -28,6 +28,31 @@ struct GemmBatch {
 
 enum class KernelStatus { ok, out_of_memory };
 
+// Where the rows of K or V lie and how they are stored: a [batch, kv_head,
+// seq] tensor, or pages through a block table (row j of entry b is slot
+// j % page_size of page block_table[b * table_stride + j / page_size]), in
+// fp32, f16 or bf16 (DType's values). Strides in elements of the type.
+struct KvLayout {
+  const void *data;
+  int type;                // 0 fp32, 1 f16, 2 bf16
+  std::int64_t strides[3]; // [batch, head, seq], or paged [page, head, slot]
+  const std::int32_t *block_table;
+  std::int64_t table_stride, page_size;
+
+  int elem_bytes() const { return type == 0 ? 4 : 2; }
+  // Row j of (entry b, kv head h). Only for keys whose page was validated.
+  const unsigned char *row(std::int64_t b, std::int64_t h, std::int64_t j) const {
+    std::int64_t off;
+    if (block_table) {
+      const std::int64_t page = block_table[b * table_stride + j / page_size];
+      off = page * strides[0] + h * strides[1] + (j % page_size) * strides[2];
+    } else {
+      off = b * strides[0] + h * strides[1] + j * strides[2];
+    }
+    return static_cast<const unsigned char *>(data) + off * elem_bytes();
+  }
+};
+
 // ak_attention's arguments after validation: every default resolved (scale,
 // head_dim_v, contiguous strides), enums as plain ints.
 struct AttentionArgs {
@@ -42,6 +67,12 @@ struct AttentionArgs {
   std::int64_t bias_strides[3];
   const std::int32_t *kv_lens; // optional
   float *lse, *probs;          // optional
+  // K and V as stored. Where both are fp32 tensors (no block table) the
+  // kernels read them in place through k, v and k/v_strides above; else
+  // (staged) they widen or gather each block's rows into scratch first, and
+  // k and v are null.
+  KvLayout k_src, v_src;
+  bool staged() const { return k_src.type != 0 || v_src.type != 0 || k_src.block_table; }
 };
 
 // Where the softmax kernels write their output with streaming stores, chosen

@@ -16,6 +16,7 @@
 #include "../kernel_table.hpp"
 #include "../simd.hpp"
 #include "attention_plan.hpp"
+#include "kv_staging.hpp"
 #include "row_state.hpp"
 #include "visible_keys.hpp"
 
@@ -37,7 +38,9 @@ public:
     scores_ = s, s += p.scores_floats();
     st_.acc = s, s += p.rows_pad * p.dv_pad;
     st_.m = s, s += p.rows_pad;
-    st_.l = s;
+    st_.l = s, s += p.rows_pad + 64;
+    kst_ = s, s += Plan::kBk * a.dk;
+    vst_ = s;
   }
 
   // Runs item `index`; partials (split) go to `partial`. `warm_next`: this
@@ -47,7 +50,7 @@ public:
   void run(std::int64_t index, float *partial, bool warm_next = false) {
     next_item_k_ = nullptr, next_item_keys_ = 0;
     next_rows_ = 0;
-    if (warm_next && index + 1 < p_.items) find_item_keys(index + 1);
+    if (warm_next && index + 1 < p_.items && !a_.staged()) find_item_keys(index + 1);
     decode_index(index);
     setup_rows();
     if (warm_next && index + 1 < p_.items && !p_.direct) plan_next_item(index + 1);
@@ -60,7 +63,7 @@ public:
     // about even, and keeps them. A function of the shape alone
     // (AttentionPlan::direct).
     direct_ = p_.direct;
-    dbk_ = in_order_nv(rows_) ? Plan::kInOrderBk : Plan::kDirectBk;
+    dbk_ = a_.staged() ? Plan::kStagedBk : in_order_nv(rows_) ? Plan::kInOrderBk : Plan::kDirectBk;
     sld_ = direct_ ? dbk_ : p_.bk_pad;
     pack_q();
     const float ninf = -std::numeric_limits<float>::infinity();
@@ -203,6 +206,27 @@ private:
       prefetch_row(base + j * stride, len);
   }
 
+  // The block's K rows [j0, j1) as fp32 rows kblk_ (stride ks_), in place
+  // or staged (kv_staging.hpp); likewise V (vblk_, vs_).
+  void locate_k(std::int64_t j0, std::int64_t j1) {
+    if (!a_.staged()) {
+      kblk_ = a_.k + b_ * a_.k_strides[0] + kvh_ * a_.k_strides[1] + j0 * a_.k_strides[2];
+      ks_ = a_.k_strides[2];
+      return;
+    }
+    stage_rows<V>(a_.k_src, b_, kvh_, j0, j1, u_lo_, u_hi_, a_.dk, kst_, a_.dk);
+    kblk_ = kst_, ks_ = a_.dk;
+  }
+  void locate_v(std::int64_t j0, std::int64_t j1) {
+    if (!a_.staged()) {
+      vblk_ = a_.v + b_ * a_.v_strides[0] + kvh_ * a_.v_strides[1] + j0 * a_.v_strides[2];
+      vs_ = a_.v_strides[2];
+      return;
+    }
+    stage_rows<V>(a_.v_src, b_, kvh_, j0, j1, u_lo_, u_hi_, a_.dv, vst_, a_.dv);
+    vblk_ = vst_, vs_ = a_.dv;
+  }
+
   // The packed path (packed_path.hpp).
   void plan_next_item(std::int64_t index);
   void prefetch_next(std::int64_t count);
@@ -229,13 +253,16 @@ private:
 
   // Each row's online-softmax step and its end (row_update.hpp).
   void softmax_update(std::int64_t r, std::int64_t j0, std::int64_t bk);
-  void exact_pv(std::int64_t j0, std::int64_t bk);
+  void exact_pv(std::int64_t bk); // V's block located (locate_v)
   void finish_rows();
   void write_partials(float *partial) const;
 
   const AttentionArgs &a_;
   const Plan &p_;
   float *qpack_, *kpack_, *vpack_, *scores_;
+  float *kst_, *vst_; // staged K and V rows (a_.staged())
+  const float *kblk_ = nullptr, *vblk_ = nullptr;
+  std::int64_t ks_ = 0, vs_ = 0;
   RowState st_;
   std::int64_t lo_[Plan::kMaxRows], hi_[Plan::kMaxRows];
   // Per MR-row tile, for the block in progress (mark_active_tiles).

@@ -38,7 +38,11 @@ template <class Cfg> struct AttentionPlan {
   // fewer the restarts. (Groups of 4, which take the requests ahead, keep
   // kDirectBk.)
   static constexpr std::int64_t kInOrderBk = kKvChunk;
+  // Keys per block of direct items over staged K/V (AttentionArgs::staged):
+  // the widened K and V rows of a block stay in L1 (64 KiB at d = 128).
+  static constexpr std::int64_t kStagedBk = 64;
   static_assert(kDirectRows <= kBk, "direct items save their accumulator in the V block");
+  static_assert(kStagedBk <= kBk && kStagedBk % 16 == 0, "staged blocks fit the staging rows");
   static_assert(kDirectBk % 16 == 0 && kInOrderBk % 16 == 0,
                 "a score row has room for whole vectors (softmax_update)");
   static_assert(2 * kInOrderBk <= kDirectRows * kDirectBk, "in-order rows fit the score rows");
@@ -71,12 +75,13 @@ template <class Cfg> struct AttentionPlan {
   std::int64_t scores_floats() const { return max64(rows_pad * bk_pad, kDirectRows * kDirectBk); }
   // Floats of per-thread scratch.
   std::int64_t scratch_floats(const AttentionArgs &a) const {
-    return rows_pad * a.dk      // packed scaled Q
-           + a.dk * bk_pad      // packed K block
-           + kBk * dv_pad       // packed V block
-           + scores_floats()    // scores / weights
-           + rows_pad * dv_pad  // output accumulator
-           + 2 * rows_pad + 64; // m, l
+    return rows_pad * a.dk                           // packed scaled Q
+           + a.dk * bk_pad                           // packed K block
+           + kBk * dv_pad                            // packed V block
+           + scores_floats()                         // scores / weights
+           + rows_pad * dv_pad                       // output accumulator
+           + 2 * rows_pad + 64                       // m, l
+           + (a.staged() ? kBk * (a.dk + a.dv) : 0); // staged K and V rows
   }
 
 private:

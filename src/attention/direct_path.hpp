@@ -24,8 +24,12 @@ namespace AK_ISA_NS {
 template <class V, class Cfg>
 inline void AttentionItem<V, Cfg>::key_block_direct(std::int64_t j0, std::int64_t j1) {
   const std::int64_t bk = j1 - j0;
-  const float *kb = a_.k + b_ * a_.k_strides[0] + kvh_ * a_.k_strides[1] + j0 * a_.k_strides[2];
-  const float *vb = a_.v + b_ * a_.v_strides[0] + kvh_ * a_.v_strides[1] + j0 * a_.v_strides[2];
+  // Staged K and V (kv_staging.hpp) are widened here, both before the
+  // arithmetic, and then lie in L1: the requests below are for rows in
+  // place only.
+  locate_k(j0, j1);
+  locate_v(j0, j1);
+  const float *kb = kblk_, *vb = vblk_;
   for (std::int64_t r = 0; r < rows_; ++r)
     for (std::int64_t j = 0; j < bk; ++j) scores_[r * sld_ + j] = 0.0f;
   const bool first = j0 == u_lo_;
@@ -42,9 +46,10 @@ inline void AttentionItem<V, Cfg>::key_block_direct(std::int64_t j0, std::int64_
   float *const saved = vpack_; // unused by direct items
   const std::int64_t acc_floats = rows_ * p_.dv_pad;
   for (std::int64_t x = 0; x < acc_floats; ++x) saved[x] = st_.acc[x];
-  // The next block's K rows, or after the last block the next item's.
-  const float *kn = kb + bk * a_.k_strides[2];
-  std::int64_t next = min64(u_hi_ - j1, dbk_);
+  // The next block's K rows, or after the last block the next item's
+  // (staged: none, the staging loop requests its rows).
+  const float *kn = kb + bk * ks_;
+  std::int64_t next = a_.staged() ? 0 : min64(u_hi_ - j1, dbk_);
   if (next == 0 && next_item_k_) kn = next_item_k_, next = min64(next_item_keys_, dbk_);
   if (rows_ <= kDirectOneCall)
     rows_dispatch<1>(rows_, [&](auto m) { direct_pv<decltype(m)::value>(bk, vb, kn, next); });
@@ -52,7 +57,7 @@ inline void AttentionItem<V, Cfg>::key_block_direct(std::int64_t j0, std::int64_
     direct_pv_grouped(bk, vb, kn, next);
   if (has_non_finite<V>(st_.acc, acc_floats)) {
     for (std::int64_t x = 0; x < acc_floats; ++x) st_.acc[x] = saved[x];
-    exact_pv(j0, bk);
+    exact_pv(bk);
   }
 }
 
@@ -102,7 +107,7 @@ inline void AttentionItem<V, Cfg>::direct_scores(std::int64_t bk, const float *k
   // and 4 K loads per 16 FMAs at M = 4, against 20 with a load per use):
   // there the arithmetic, not K's stream, is the limit.
   constexpr bool kQInRegisters = M >= 4;
-  const std::int64_t ks = a_.k_strides[2], vs = a_.v_strides[2];
+  const std::int64_t ks = ks_, vs = vs_;
   if (in_order_vectors<M>()) {
     std::int64_t j = 0;
     for (; j + J <= bk; j += J)
@@ -111,16 +116,19 @@ inline void AttentionItem<V, Cfg>::direct_scores(std::int64_t bk, const float *k
       skinny_k_tile<V, M, 1>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, scores_ + j, sld_);
     return;
   }
-  if (first) prefetch_rows(kb, ks, a_.dk, 0, kKeysAhead, bk);
+  const bool ahead = !a_.staged(); // staged rows lie in L1
+  if (first && ahead) prefetch_rows(kb, ks, a_.dk, 0, kKeysAhead, bk);
   std::int64_t j = 0;
   for (; j + J <= bk; j += J) {
-    prefetch_rows(kb, ks, a_.dk, j + kKeysAhead, J, bk);
-    prefetch_rows(vb, vs, a_.dv, j, J, bk);
+    if (ahead) {
+      prefetch_rows(kb, ks, a_.dk, j + kKeysAhead, J, bk);
+      prefetch_rows(vb, vs, a_.dv, j, J, bk);
+    }
     skinny_k_tile<V, M, J, false, kQInRegisters>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks,
                                                  scores_ + j, sld_);
   }
   for (; j < bk; ++j) {
-    prefetch_rows(vb, vs, a_.dv, j, 1, bk);
+    if (ahead) prefetch_rows(vb, vs, a_.dv, j, 1, bk);
     skinny_k_tile<V, M, 1>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, scores_ + j, sld_);
   }
 }
@@ -137,7 +145,7 @@ inline void AttentionItem<V, Cfg>::direct_scores_grouped(std::int64_t bk, const 
   constexpr int J = 4;
   constexpr int G0 = skinny_acc_budget<V>() / J;
   constexpr int G = G0 < 1 ? 1 : G0;
-  const std::int64_t ks = a_.k_strides[2], vs = a_.v_strides[2], dk = a_.dk;
+  const std::int64_t ks = ks_, vs = vs_, dk = a_.dk;
   const auto keys = [&](std::int64_t j, auto n) {
     for (std::int64_t r0 = 0; r0 < rows_; r0 += G)
       rows_dispatch<1, G>(min64(G, rows_ - r0), [&](auto m) {
@@ -145,15 +153,18 @@ inline void AttentionItem<V, Cfg>::direct_scores_grouped(std::int64_t bk, const 
             0, dk, qpack_ + r0 * dk, dk, kb + j * ks, ks, scores_ + r0 * sld_ + j, sld_);
       });
   };
-  if (first) prefetch_rows(kb, ks, dk, 0, kKeysAhead, bk);
+  const bool ahead = !a_.staged(); // staged rows lie in L1
+  if (first && ahead) prefetch_rows(kb, ks, dk, 0, kKeysAhead, bk);
   std::int64_t j = 0;
   for (; j + J <= bk; j += J) {
-    prefetch_rows(kb, ks, dk, j + kKeysAhead, J, bk);
-    prefetch_rows(vb, vs, a_.dv, j, J, bk);
+    if (ahead) {
+      prefetch_rows(kb, ks, dk, j + kKeysAhead, J, bk);
+      prefetch_rows(vb, vs, a_.dv, j, J, bk);
+    }
     keys(j, std::integral_constant<int, J>{});
   }
   for (; j < bk; ++j) {
-    prefetch_rows(vb, vs, a_.dv, j, 1, bk);
+    if (ahead) prefetch_rows(vb, vs, a_.dv, j, 1, bk);
     keys(j, std::integral_constant<int, 1>{});
   }
 }
@@ -176,7 +187,7 @@ template <class V, class Cfg>
 inline void AttentionItem<V, Cfg>::direct_pv_grouped(std::int64_t bk, const float *vb,
                                                      const float *kn, std::int64_t next) {
   constexpr int G = 4;
-  const std::int64_t vs = a_.v_strides[2], ks = a_.k_strides[2];
+  const std::int64_t vs = vs_, ks = a_.k_strides[2];
   // The first group's strips request the next K rows (see next_k_spread).
   const bool spread = next_k_spread(skinny_strip_vectors<V, G>());
   for (std::int64_t j = 0; j < bk; j += kPvKeys) {
@@ -220,7 +231,7 @@ inline void AttentionItem<V, Cfg>::direct_pv(std::int64_t bk, const float *vb, c
     break;
   }
   constexpr int NVd = skinny_strip_vectors<V, M>();
-  const std::int64_t vs = a_.v_strides[2], ks = a_.k_strides[2];
+  const std::int64_t vs = vs_, ks = a_.k_strides[2];
   const bool spread = next_k_spread(NVd);
   for (std::int64_t j = 0; j < bk; j += kPvKeys) {
     const std::int64_t je = min64(j + kPvKeys, bk);
@@ -246,7 +257,7 @@ inline void AttentionItem<V, Cfg>::direct_pv_in_order(std::int64_t bk, const flo
   constexpr int G0 = skinny_acc_budget<V>() / NV;
   constexpr int G = G0 < 1 ? 1 : G0 > M ? M : G0;
   constexpr int kLast = M % G == 0 ? G : M % G; // rows of the last group
-  const std::int64_t vs = a_.v_strides[2];
+  const std::int64_t vs = vs_;
   for (std::int64_t j = 0; j < bk; j += kPvKeys) {
     const std::int64_t keys = min64(kPvKeys, bk - j);
     const float *vr = vb + j * vs;

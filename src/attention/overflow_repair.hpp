@@ -9,6 +9,7 @@
 
 #include "../gemm/gemm_common.hpp"
 #include "../kernel_table.hpp"
+#include "kv_staging.hpp"
 #include "visible_keys.hpp"
 
 namespace attnkern {
@@ -44,22 +45,25 @@ inline void recompute_overflowed_entries(const AttentionArgs &a, std::int64_t b,
                                          std::int64_t i, float m_row, float *out) {
   const std::int64_t n = a.kv_lens ? a.kv_lens[b] : a.kv_len;
   const KeyRange keys = visible_keys(a, n, i);
-  const std::int64_t kvh = h / (a.heads / a.kv_heads), vs = a.v_strides[2];
+  const std::int64_t kvh = h / (a.heads / a.kv_heads);
   const float *q = a.q + b * a.q_strides[0] + h * a.q_strides[1] + i * a.q_strides[2];
-  const float *k = a.k + b * a.k_strides[0] + kvh * a.k_strides[1];
-  const float *v = a.v + b * a.v_strides[0] + kvh * a.v_strides[1];
+  // K and V as stored (in place, half precision or paged), one value at a
+  // time: this path is rare.
+  const auto kv = [&](const KvLayout &t, std::int64_t j, std::int64_t d) {
+    return kv_value(t, b, kvh, j, d);
+  };
   const float *bias =
       a.bias ? a.bias + b * a.bias_strides[0] + h * a.bias_strides[1] + i * a.bias_strides[2]
              : nullptr;
   const float ninf = -std::numeric_limits<float>::infinity();
   const auto score = [&](std::int64_t j) {
     if (bias && bias[j] == ninf) return ninf;
-    const float *kj = k + j * a.k_strides[2];
     double part[4] = {}; // four chains: this runs up to three times per key
     std::int64_t d = 0;
     for (; d + 4 <= a.dk; d += 4)
-      for (int x = 0; x < 4; ++x) part[x] += static_cast<double>(q[d + x] * a.scale) * kj[d + x];
-    for (; d < a.dk; ++d) part[0] += static_cast<double>(q[d] * a.scale) * kj[d];
+      for (int x = 0; x < 4; ++x)
+        part[x] += static_cast<double>(q[d + x] * a.scale) * kv(a.k_src, j, d + x);
+    for (; d < a.dk; ++d) part[0] += static_cast<double>(q[d] * a.scale) * kv(a.k_src, j, d);
     const float sj = static_cast<float>((part[0] + part[1]) + (part[2] + part[3]));
     return bias ? sj + bias[j] : sj;
   };
@@ -91,13 +95,13 @@ inline void recompute_overflowed_entries(const AttentionArgs &a, std::int64_t b,
     // each scored once; one that weighs poisons those columns.
     int clean = candidates;
     for (std::int64_t j = keys.lo; j < keys.hi && clean > 0; ++j) {
-      const float *vj = v + j * vs;
+      const auto vj = [&](std::int64_t d) { return kv(a.v_src, j, d); };
       int c = 0;
-      while (c < candidates && (poisoned[c] || std::isfinite(vj[cols[c]]))) ++c;
+      while (c < candidates && (poisoned[c] || std::isfinite(vj(cols[c])))) ++c;
       if (c == candidates) continue;
       if (static_cast<float>(std::exp(static_cast<double>(score(j) - m_row))) == 0.0f) continue;
       for (; c < candidates; ++c)
-        if (!poisoned[c] && !std::isfinite(vj[cols[c]])) poisoned[c] = true, --clean;
+        if (!poisoned[c] && !std::isfinite(vj(cols[c]))) poisoned[c] = true, --clean;
     }
     int bad = 0;
     for (int c = 0; c < candidates; ++c)
@@ -109,9 +113,10 @@ inline void recompute_overflowed_entries(const AttentionArgs &a, std::int64_t b,
       const double w = std::exp(static_cast<double>(score(j) - m));
       if (static_cast<float>(w) == 0.0f) continue;
       l += w;
-      const float *vj = v + j * vs;
-      for (int c = 0; c < bad; ++c) // a non-finite value here sits at a key judged dead above
-        if (std::isfinite(vj[cols[c]])) acc[c] += w * vj[cols[c]];
+      for (int c = 0; c < bad; ++c) { // a non-finite value here sits at a key judged dead above
+        const float vjc = kv(a.v_src, j, cols[c]);
+        if (std::isfinite(vjc)) acc[c] += w * vjc;
+      }
     }
     // A weighted mean of finite floats: within +-FLT_MAX but for rounding.
     const double most = std::numeric_limits<float>::max();

@@ -36,6 +36,10 @@ inline void AttentionItem<V, Cfg>::plan_next_item(std::int64_t index) {
   const std::int64_t keys = max64(min64(j0 + Plan::kBk, c1) - j0, 0);
   next_q_ = a_.q + c.b * a_.q_strides[0] + h0 * a_.q_strides[1] + i0 * a_.q_strides[2];
   next_nq_ = nq;
+  if (a_.staged()) { // the staging loop requests its own rows ahead
+    next_k_ = next_v_ = nullptr, next_keys_ = 0, next_rows_ = nh * nq, next_done_ = 0;
+    return;
+  }
   // (No key: no pointer formed, as j0 may lie past the tensor's end.)
   next_k_ = keys > 0 ? a_.k + c.b * a_.k_strides[0] + c.kvh * a_.k_strides[1] + j0 * a_.k_strides[2]
                      : nullptr;
@@ -68,14 +72,12 @@ template <class V, class Cfg>
 inline void AttentionItem<V, Cfg>::key_block(std::int64_t j0, std::int64_t j1) {
   if (direct_) return key_block_direct(j0, j1);
   const std::int64_t bk = j1 - j0, dk = a_.dk;
-  const float *kb = a_.k + b_ * a_.k_strides[0] + kvh_ * a_.k_strides[1];
-  const float *vb = a_.v + b_ * a_.v_strides[0] + kvh_ * a_.v_strides[1];
   // K^T block as the GEMM's B: NR keys per sliver, dk deep; only the
   // slivers that hold keys (the tiles below form no others).
+  locate_k(j0, j1);
   for (std::int64_t jj = 0; jj < bk; jj += NR) {
     const int cols = static_cast<int>(min64(NR, bk - jj));
-    pack_b_sliver<NR>(dk, cols, kb + (j0 + jj) * a_.k_strides[2], 1, a_.k_strides[2],
-                      kpack_ + jj * dk);
+    pack_b_sliver<NR>(dk, cols, kblk_ + jj * ks_, 1, ks_, kpack_ + jj * dk);
   }
   // Row tiles none of whose rows sees a key of this block (above the
   // causal diagonal, left of a window) are skipped throughout: their
@@ -104,15 +106,16 @@ inline void AttentionItem<V, Cfg>::key_block(std::int64_t j0, std::int64_t j1) {
   for (std::int64_t r = rows_; r < p_.rows_pad; ++r) // padding rows weigh nothing
     for (std::int64_t j = 0; j < bk; ++j) scores_[r * p_.bk_pad + j] = 0.0f;
   // V block as the GEMM's B: NR value columns per sliver, bk deep.
+  locate_v(j0, j1);
   for (std::int64_t s = 0; s * NR < p_.dv_pad; ++s) {
     const std::int64_t d0 = s * NR;
-    pack_b_sliver<NR>(bk, static_cast<int>(min64(NR, a_.dv - d0)), vb + j0 * a_.v_strides[2] + d0,
-                      a_.v_strides[2], 1, vpack_ + d0 * bk);
+    pack_b_sliver<NR>(bk, static_cast<int>(min64(NR, a_.dv - d0)), vblk_ + d0, vs_, 1,
+                      vpack_ + d0 * bk);
   }
   if (has_non_finite<V>(vpack_, bk * p_.dv_pad)) {
     // Inf/NaN in V: a zero weight times Inf would still be NaN, so the
     // rows accumulate only the keys they actually weigh.
-    exact_pv(j0, bk);
+    exact_pv(bk);
     return;
   }
   // The weights are the GEMM's A, read in place from the score rows (in

@@ -103,16 +103,14 @@ inline void AttentionItem<V, Cfg>::softmax_update(std::int64_t r, std::int64_t j
 }
 
 // acc_r += sum over weighed keys j of w_rj v_j, skipping zero weights.
-template <class V, class Cfg>
-inline void AttentionItem<V, Cfg>::exact_pv(std::int64_t j0, std::int64_t bk) {
-  const float *vb = a_.v + b_ * a_.v_strides[0] + kvh_ * a_.v_strides[1];
+template <class V, class Cfg> inline void AttentionItem<V, Cfg>::exact_pv(std::int64_t bk) {
   for (std::int64_t r = 0; r < rows_; ++r) {
     if (!direct_ && !tile_active(r / MR)) continue; // scores never formed
     const float *w = scores_ + r * sld_;
     float *acc = st_.acc + r * p_.dv_pad;
     for (std::int64_t j = 0; j < bk; ++j) {
       if (w[j] == 0.0f) continue;
-      const float *vrow = vb + (j0 + j) * a_.v_strides[2];
+      const float *vrow = vblk_ + j * vs_; // (located by the caller, from j0)
       const reg vw = V::set1(w[j]);
       std::int64_t d = 0;
       for (; d + W <= a_.dv; d += W)

@@ -31,8 +31,8 @@ template <class V> inline void widen_row(DType t, const void *src, float *dst, s
       }
     } else {
       for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(
-                                      reinterpret_cast<const __m256i *>(s + i))));
+        _mm512_storeu_ps(
+            dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(s + i))));
     }
   }
 #endif
@@ -46,8 +46,8 @@ template <class V> inline void widen_row(DType t, const void *src, float *dst, s
       }
     } else {
       for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i,
-                         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i))));
+        _mm256_storeu_ps(
+            dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i))));
     }
   }
 #endif
