@@ -1,6 +1,7 @@
 // ak_bench entry point: makes sure OpenBLAS picks its own kernels for this CPU,
 // records what was measured (context), registers the benchmarks and runs them.
 #include "bench_attention.hpp"
+#include "bench_kv_cache.hpp"
 #include "bench_common.hpp"
 #include "bench_peak.hpp"
 #include "bench_sgemm.hpp"
@@ -138,6 +139,7 @@ int main(int argc, char **argv) {
   akb::register_sgemm_benchmarks();
   akb::register_softmax_benchmarks();
   akb::register_attention_benchmarks();
+  akb::register_kv_cache_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -40,13 +40,16 @@ import statistics
 import sys
 from collections import OrderedDict
 
+import compare_kv
+
 NAME_RE = re.compile(
-    r"^(sgemm_isa|sgemm_batched|sgemm|softmax|attention|window|encoder|decode|membw|peak)"
+    r"^(sgemm_isa|sgemm_batched|sgemm|softmax|attention|window|encoder|decode|kvdecode|kvprefill|"
+    r"membw|peak)"
     r"/([^/]+)/([^/]+)/threads:(\d+)(?:/|$)")
 
 # Every kind, in the order of the report.
 ALL_KINDS = ["peak", "sgemm", "sgemm_isa", "sgemm_batched", "softmax", "attention", "window",
-             "encoder", "decode", "membw"]
+             "encoder", "decode", "kvdecode", "kvprefill", "membw"]
 # Instruction sets of the peak benchmarks, best first.
 ISA_ORDER = ["avx512", "avx2", "sse2", "neon", "scalar"]
 # Counters kept per benchmark (rates, per second).
@@ -1276,6 +1279,20 @@ def render(context, entries, reps, command=None):
                 "% of read BW = of the membw streaming-read GB/s at the same thread "
                 f"count{ADJACENT_NOTE})", decode_table(entries, has_cv))
         summ = decode_summary(entries)
+        if summ:
+            out.extend(summ + [""])
+    if "kvdecode" in kinds:
+        section("### Decode over f16/bf16 and paged K/V caches (q_len 1, d 128, 32 query "
+                "heads; GB/s = K and V at their stored size, 2·kv_heads·kv_len·d·(2 or 4) bytes "
+                "/ real time; tokens/s vs fp32 = attnkern's fp32 time / this time; paged: "
+                "shuffled page ids, against the contiguous cache of the same type"
+                f"{ADJACENT_NOTE})", compare_kv.decode_table(entries))
+    if "kvprefill" in kinds:
+        section("### Prefill over f16/bf16 and paged K/V (batch 1, 8 heads, q_len = kv_len = L; "
+                "GFLOP/s as in the prefill table; vs fp32 = of attnkern's fp32 GFLOP/s)",
+                compare_kv.prefill_table(entries))
+    if "kvdecode" in kinds or "kvprefill" in kinds:
+        summ = compare_kv.summary(entries)
         if summ:
             out.extend(summ + [""])
     if "membw" in kinds:
