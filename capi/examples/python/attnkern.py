@@ -1,4 +1,4 @@
-"""ctypes binding for attnkern, the fp32 attention kernels behind a flat C ABI.
+"""ctypes binding for attnkern, attention kernels behind a flat C ABI.
 
     import numpy as np, attnkern
     ak = attnkern.load()                       # $AK_LIBRARY, else the system's
