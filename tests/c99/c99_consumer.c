@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "layout.h"
+
 static int g_failures = 0;
 
 #define CHECK(cond)                                                                                \
@@ -104,6 +106,32 @@ static void check_errors(void) {
 
   ak_attention_desc_init(&d);
   CHECK(d.struct_size == sizeof d && d.window_left == -1 && d.window_right == -1);
+  /* The 0.2 fields start at their defaults: fp32, no paging, no modifiers. */
+  CHECK(d.k_type == AK_F32 && d.v_type == AK_F32 && d.softcap == 0.0f);
+  CHECK(d.alibi_slopes == NULL && d.sinks == NULL && d.block_table == NULL);
+  CHECK(d.block_table_stride == 0 && d.page_size == 0 && d.num_pages == 0);
+  CHECK(d.k_page_strides[0] == 0 && d.k_page_strides[1] == 0 && d.k_page_strides[2] == 0);
+  CHECK(d.v_page_strides[0] == 0 && d.v_page_strides[1] == 0 && d.v_page_strides[2] == 0);
+  CHECK(d.cu_seqlens_q == NULL && d.cu_seqlens_k == NULL);
+}
+
+/* A C99 compiler lays the descriptor out as every binding expects on LP64,
+   the 0.1 size included (a 0.1 program passes it as struct_size). */
+static void check_layout(void) {
+  size_t got[AK_TEST_LAYOUT_FIELDS];
+  static const size_t lp64[AK_TEST_LAYOUT_FIELDS] = AK_TEST_LAYOUT_LP64;
+  int i;
+  AK_TEST_LAYOUT(got);
+  CHECK(AK_ATTENTION_DESC_SIZE_0_1 == offsetof(ak_attention_desc, k_type));
+  if (!AK_TEST_IS_LP64) return;
+  CHECK(AK_ATTENTION_DESC_SIZE_0_1 == 240 && sizeof(ak_attention_desc) == 368);
+  for (i = 0; i < AK_TEST_LAYOUT_FIELDS; ++i) {
+    if (got[i] != lp64[i]) {
+      fprintf(stderr, "layout entry %d: %lu, the LP64 ABI has %lu\n", i, (unsigned long)got[i],
+              (unsigned long)lp64[i]);
+      ++g_failures;
+    }
+  }
 }
 
 int main(void) {
@@ -112,6 +140,7 @@ int main(void) {
   check_sgemm();
   check_softmax();
   check_errors();
+  check_layout();
   if (g_failures != 0) {
     fprintf(stderr, "c99_consumer: %d check(s) failed\n", g_failures);
     return 1;

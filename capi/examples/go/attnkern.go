@@ -1,5 +1,6 @@
-// Package attnkern binds attnkern, fp32 attention kernels behind a flat C
-// ABI, through cgo.
+// Package attnkern binds attnkern, attention kernels behind a flat C ABI,
+// through cgo. attention.go holds Attention, kv.go the storage types (f16,
+// bf16) and paged K/V caches.
 //
 // Build with the header and library on cgo's search paths:
 //
@@ -15,17 +16,6 @@ package attnkern
 #cgo LDFLAGS: -lattnkern
 #include <stdlib.h>
 #include "attnkern.h"
-
-// ak_attention with the optional lse output passed separately: cgo forbids
-// passing C a Go struct that holds Go pointers, so the descriptor travels
-// without them and they are filled in on the C side, in a C copy.
-static ak_status go_ak_attention(const ak_attention_desc *d, const float *q,
-                                 const float *k, const float *v, float *out,
-                                 float *lse) {
-  ak_attention_desc c = *d;
-  c.lse = lse;
-  return ak_attention(&c, q, k, v, out);
-}
 */
 import "C"
 
@@ -301,127 +291,6 @@ func Softmax(rows, cols int, x []float32, ldx int, y []float32, ldy int) error {
 // LogSoftmax writes the row-wise log(softmax(x)) into y; y may be x.
 func LogSoftmax(rows, cols int, x []float32, ldx int, y []float32, ldy int) error {
 	return rowwise("ak_log_softmax", rows, cols, x, ldx, y, ldy)
-}
-
-// ---------------------------------------------------------------- attention
-
-// Mask says which keys a query may see.
-type Mask int32
-
-const (
-	MaskNone              Mask = C.AK_MASK_NONE
-	MaskCausalTopLeft     Mask = C.AK_MASK_CAUSAL_TOP_LEFT     // key j visible to query i iff j <= i
-	MaskCausalBottomRight Mask = C.AK_MASK_CAUSAL_BOTTOM_RIGHT // iff j <= i + (kv_len - q_len)
-)
-
-// Attention is scaled dot-product attention over contiguous
-// [batch, heads, seq, dim] tensors: out = softmax(scale * q k^T, masked) v.
-type Attention struct {
-	Batch, NumHeads, NumKVHeads int // NumKVHeads divides NumHeads; 0 = NumHeads
-	QLen, KVLen                 int
-	HeadDim, HeadDimV           int     // HeadDimV 0 = HeadDim
-	Scale                       float32 // 0 = 1/sqrt(HeadDim)
-	Mask                        Mask
-}
-
-func (a *Attention) kvHeads() int {
-	if a.NumKVHeads == 0 {
-		return a.NumHeads
-	}
-	return a.NumKVHeads
-}
-
-func (a *Attention) dimV() int {
-	if a.HeadDimV == 0 {
-		return a.HeadDim
-	}
-	return a.HeadDimV
-}
-
-func (a *Attention) desc() C.ak_attention_desc {
-	var d C.ak_attention_desc
-	C.ak_attention_desc_init(&d)
-	d.batch = C.int64_t(a.Batch)
-	d.num_heads = C.int64_t(a.NumHeads)
-	d.num_kv_heads = C.int64_t(a.kvHeads())
-	d.q_len = C.int64_t(a.QLen)
-	d.kv_len = C.int64_t(a.KVLen)
-	d.head_dim = C.int64_t(a.HeadDim)
-	d.head_dim_v = C.int64_t(a.HeadDimV)
-	d.scale = C.float(a.Scale)
-	d.mask = C.int32_t(a.Mask)
-	return d
-}
-
-// Run computes out [batch, heads, q_len, d_v]; lse, if not nil, receives the
-// [batch, heads, q_len] log-sum-exps of the scaled scores.
-func (a *Attention) Run(q, k, v, out, lse []float32) error {
-	const fn = "ak_attention"
-	b, h, hk, dv := a.Batch, a.NumHeads, a.kvHeads(), a.dimV()
-	for _, t := range []struct {
-		name string
-		n    int
-		dims [4]int
-	}{
-		{"q", len(q), [4]int{b, h, a.QLen, a.HeadDim}},
-		{"k", len(k), [4]int{b, hk, a.KVLen, a.HeadDim}},
-		{"v", len(v), [4]int{b, hk, a.KVLen, dv}},
-		{"out", len(out), [4]int{b, h, a.QLen, dv}},
-		{"lse", len(lse), [4]int{b, h, a.QLen, 1}},
-	} {
-		if t.name == "lse" && lse == nil {
-			continue
-		}
-		need := 1
-		for _, d := range t.dims {
-			if d < 0 {
-				need = 0 // the library reports negative sizes
-				break
-			}
-			need *= d
-		}
-		if t.n < need {
-			return shapeError("%s: %s has %d elements; %v needs %d", fn, t.name, t.n, t.dims, need)
-		}
-	}
-	for _, in := range []struct {
-		name string
-		s    []float32
-	}{{"q", q}, {"k", k}, {"v", v}} {
-		if overlaps(out, in.s) {
-			return overlapError(fn, "out", in.name)
-		}
-		if overlaps(lse, in.s) {
-			return overlapError(fn, "lse", in.name)
-		}
-	}
-	if overlaps(out, lse) {
-		return overlapError(fn, "lse", "out")
-	}
-	d := a.desc()
-	return call(func() C.ak_status {
-		return C.go_ak_attention(&d, ptr(q), ptr(k), ptr(v), ptr(out), ptr(lse))
-	})
-}
-
-// descLayout is cgo's (so the C compiler's) view of ak_attention_desc, for
-// the tests, which cannot use cgo themselves.
-func descLayout() (size uintptr, offsets map[string]uintptr, initSize uint32) {
-	var d C.ak_attention_desc
-	C.ak_attention_desc_init(&d)
-	return unsafe.Sizeof(d), map[string]uintptr{
-		"struct_size": unsafe.Offsetof(d.struct_size), "batch": unsafe.Offsetof(d.batch),
-		"num_heads": unsafe.Offsetof(d.num_heads), "num_kv_heads": unsafe.Offsetof(d.num_kv_heads),
-		"q_len": unsafe.Offsetof(d.q_len), "kv_len": unsafe.Offsetof(d.kv_len),
-		"head_dim": unsafe.Offsetof(d.head_dim), "head_dim_v": unsafe.Offsetof(d.head_dim_v),
-		"scale": unsafe.Offsetof(d.scale), "mask": unsafe.Offsetof(d.mask),
-		"window_left": unsafe.Offsetof(d.window_left), "window_right": unsafe.Offsetof(d.window_right),
-		"bias": unsafe.Offsetof(d.bias), "bias_strides": unsafe.Offsetof(d.bias_strides),
-		"kv_lens": unsafe.Offsetof(d.kv_lens), "q_strides": unsafe.Offsetof(d.q_strides),
-		"k_strides": unsafe.Offsetof(d.k_strides), "v_strides": unsafe.Offsetof(d.v_strides),
-		"o_strides": unsafe.Offsetof(d.o_strides), "lse": unsafe.Offsetof(d.lse),
-		"probs": unsafe.Offsetof(d.probs),
-	}, uint32(d.struct_size)
 }
 
 // statusSize is sizeof(ak_status) as cgo sees it, for the tests.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // data returns n deterministic values in [-1, 1).
@@ -294,8 +295,38 @@ func TestDescLayoutMatchesC(t *testing.T) {
 			t.Errorf("%s at %d; C has it at %d", name, off, want)
 		}
 	}
-	if statusSize() != c["sizeof.ak_status"] {
-		t.Errorf("sizeof(ak_status): cgo %d, C %d", statusSize(), c["sizeof.ak_status"])
+	if statusSize() != c["sizeof.ak_status"] || c["sizeof.ak_dtype"] != 4 {
+		t.Errorf("sizeof(ak_status): cgo %d, C %d; sizeof(ak_dtype) %d", statusSize(),
+			c["sizeof.ak_status"], c["sizeof.ak_dtype"])
+	}
+	if descSize01() != c["value.AK_ATTENTION_DESC_SIZE_0_1"] || descSize01() != offsets["k_type"] {
+		t.Errorf("AK_ATTENTION_DESC_SIZE_0_1: cgo %d, C %d, k_type at %d", descSize01(),
+			c["value.AK_ATTENTION_DESC_SIZE_0_1"], offsets["k_type"])
+	}
+}
+
+func TestDescLayoutLP64(t *testing.T) {
+	size, offsets, _ := descLayout()
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("not LP64")
+	}
+	if size != 368 || descSize01() != 240 {
+		t.Errorf("sizeof %d and AK_ATTENTION_DESC_SIZE_0_1 %d; LP64 has 368 and 240", size, descSize01())
+	}
+	want := map[string]uintptr{"probs": 232, "k_type": 240, "v_type": 244, "softcap": 248,
+		"alibi_slopes": 256, "sinks": 264, "block_table": 272, "block_table_stride": 280,
+		"page_size": 288, "num_pages": 296, "k_page_strides": 304, "v_page_strides": 328,
+		"cu_seqlens_q": 352, "cu_seqlens_k": 360}
+	for name, off := range want {
+		if offsets[name] != off {
+			t.Errorf("%s at %d; the LP64 ABI has it at %d", name, offsets[name], off)
+		}
+	}
+	// A fresh descriptor's 0.2 fields: fp32, no modifiers, not paged.
+	for i, v := range descDefaults() {
+		if v != 0 {
+			t.Errorf("0.2 default %d is %d, want 0", i, v)
+		}
 	}
 }
 

@@ -1,4 +1,4 @@
-"""ctypes binding for attnkern, the fp32 attention kernels behind a flat C ABI.
+"""ctypes binding for attnkern, attention kernels behind a flat C ABI.
 
     import numpy as np, attnkern
     ak = attnkern.load()                       # $AK_LIBRARY, else the system's
@@ -11,6 +11,11 @@ dtype=np.float32)`` makes one); anything else is a TypeError or ValueError
 raised here, before the library is called. A non-OK status from the library
 raises AttnkernError carrying the status and ak_last_error()'s text.
 
+K/V caches may be stored in half precision: ``ak.convert(x, attnkern.BF16)``
+rounds float32 to bf16 (numpy uint16 bit patterns; f16 is numpy float16),
+``ak.kv_cache_store`` writes new keys or values into a paged pool, and
+``ak.attention`` takes f16/bf16 K/V and block tables (see attnkern_kv.py).
+
 numpy is needed only by the array wrappers: ``load()``, the version, ISA and
 thread calls, and the raw functions on ``Library.lib`` work without it.
 """
@@ -18,121 +23,23 @@ thread calls, and the raw functions on ``Library.lib`` work without it.
 import contextlib
 import ctypes
 import ctypes.util
-import enum
 import os
 
-__all__ = ["Status", "Trans", "Mask", "AttnkernError", "AttentionDesc",
-           "Library", "load", "ISAS", "ABI_VERSION"]
+# attnkern_abi.py (the declarations) and attnkern_kv.py (storage types, caches,
+# attention) are part of this module: keep the three files together.
+from attnkern_abi import (ABI_VERSION, ATTENTION_DESC_SIZE_0_1, BF16, F16, F32,  # noqa: F401
+                          OPTIONAL_PROTOTYPES, PROTOTYPES, AttentionDesc, AttnkernError,
+                          DType, Mask, Status, Trans)
+from attnkern_kv import KVMixin, _numpy
 
-# The AK_ABI_VERSION this module was written against.
-ABI_VERSION = 1
+__all__ = ["Status", "Trans", "Mask", "DType", "F32", "F16", "BF16", "AttnkernError",
+           "AttentionDesc", "ATTENTION_DESC_SIZE_0_1", "Library", "load", "ISAS",
+           "ABI_VERSION"]
+
 # Every name ak_set_isa knows, best first; which of them work depends on the CPU.
 ISAS = ("avx512", "avx2", "sse2", "neon", "scalar")
 
-
-class Status(enum.IntEnum):
-    OK = 0
-    ERR_NULL_POINTER = 1
-    ERR_BAD_SHAPE = 2
-    ERR_BAD_STRIDE = 3
-    ERR_BAD_ARGUMENT = 4
-    ERR_OVERFLOW = 5
-    ERR_OUT_OF_MEMORY = 6
-    ERR_UNSUPPORTED = 7
-    ERR_INTERNAL = 8
-
-
-class Trans(enum.IntEnum):
-    NO_TRANS = 0
-    TRANS = 1
-
-
-class Mask(enum.IntEnum):
-    NONE = 0
-    CAUSAL_TOP_LEFT = 1
-    CAUSAL_BOTTOM_RIGHT = 2
-
-
-class AttnkernError(RuntimeError):
-    """A call returned a status other than AK_OK.
-
-    ``status`` is the Status (or the raw int for a value this module does not
-    know), ``detail`` the library's ak_last_error() text."""
-
-    def __init__(self, function, status, status_text, detail):
-        try:
-            status = Status(status)
-        except ValueError:
-            pass
-        self.function = function
-        self.status = status
-        self.detail = detail
-        super().__init__(f"{function}: {status_text} ({detail})" if detail
-                         else f"{function}: {status_text}")
-
-
-_i64 = ctypes.c_int64
-_f32 = ctypes.c_float
 _fp = ctypes.POINTER(ctypes.c_float)
-# C enums are passed as int (4 bytes on every platform attnkern targets).
-_enum = ctypes.c_int
-
-
-class AttentionDesc(ctypes.Structure):
-    """ak_attention_desc; fill it after Library.attention_desc() initialised it."""
-    _fields_ = [
-        ("struct_size", ctypes.c_uint32),
-        ("batch", _i64), ("num_heads", _i64), ("num_kv_heads", _i64),
-        ("q_len", _i64), ("kv_len", _i64),
-        ("head_dim", _i64), ("head_dim_v", _i64),
-        ("scale", ctypes.c_float),
-        ("mask", ctypes.c_int32),
-        ("window_left", _i64), ("window_right", _i64),
-        ("bias", _fp), ("bias_strides", _i64 * 3),
-        ("kv_lens", ctypes.POINTER(ctypes.c_int32)),
-        ("q_strides", _i64 * 3), ("k_strides", _i64 * 3),
-        ("v_strides", _i64 * 3), ("o_strides", _i64 * 3),
-        ("lse", _fp), ("probs", _fp),
-    ]
-
-
-# name: (restype, argtypes). Every argument type is spelled out: without
-# argtypes ctypes would pass Python floats as double and ints as C int.
-_PROTOTYPES = {
-    "ak_status_string": (ctypes.c_char_p, [_enum]),
-    "ak_last_error": (ctypes.c_char_p, []),
-    "ak_version": (ctypes.c_char_p, []),
-    "ak_abi_version": (ctypes.c_int, []),
-    "ak_get_isa": (ctypes.c_char_p, []),
-    "ak_isa_supported": (ctypes.c_int, [ctypes.c_char_p]),
-    "ak_set_isa": (_enum, [ctypes.c_char_p]),
-    "ak_set_num_threads": (_enum, [ctypes.c_int]),
-    "ak_get_num_threads": (ctypes.c_int, []),
-    "ak_set_num_threads_local": (_enum, [ctypes.c_int]),
-    "ak_get_num_threads_local": (ctypes.c_int, []),
-    "ak_release_scratch": (None, []),
-    "ak_sgemm": (_enum, [_enum, _enum, _i64, _i64, _i64, _f32, _fp, _i64,
-                         _fp, _i64, _f32, _fp, _i64]),
-    "ak_sgemm_strided_batched": (_enum, [_enum, _enum, _i64, _i64, _i64, _f32,
-                                         _fp, _i64, _i64, _fp, _i64, _i64,
-                                         _f32, _fp, _i64, _i64, _i64]),
-    "ak_softmax": (_enum, [_i64, _i64, _fp, _i64, _fp, _i64]),
-    "ak_log_softmax": (_enum, [_i64, _i64, _fp, _i64, _fp, _i64]),
-    "ak_softmax_axis": (_enum, [_i64, _i64, _i64, _fp, _fp]),
-    "ak_attention_desc_init": (None, [ctypes.POINTER(AttentionDesc)]),
-    "ak_attention": (_enum, [ctypes.POINTER(AttentionDesc), _fp, _fp, _fp, _fp]),
-    "ak_position_encoding": (_enum, [_i64, _i64, _f32, _fp]),
-    "ak_mha_self_attention": (_enum, [_i64, _i64, _i64, _i64, _i64, _fp, _fp,
-                                      _fp, _fp, _enum, _fp]),
-}
-
-
-def _numpy():
-    try:
-        import numpy
-    except ImportError as e:  # pragma: no cover - depends on the interpreter
-        raise ImportError("attnkern's array wrappers need numpy") from e
-    return numpy
 
 
 def _ld(cols):
@@ -154,14 +61,22 @@ def _find_library(path=None):
                   "set AK_LIBRARY=/path/to/libattnkern.so")
 
 
-class Library:
-    """One loaded libattnkern. ``lib`` is the raw ctypes CDLL, prototypes set."""
+class Library(KVMixin):
+    """One loaded libattnkern. ``lib`` is the raw ctypes CDLL, prototypes set.
+    The storage-type, cache and attention wrappers come from KVMixin."""
 
     def __init__(self, path=None):
         self.path = _find_library(path)
         self.lib = ctypes.CDLL(self.path)
-        for name, (restype, argtypes) in _PROTOTYPES.items():
-            fn = getattr(self.lib, name)
+        self.missing = set()  # 0.2 functions a 0.1 library lacks
+        for name, (restype, argtypes) in {**PROTOTYPES, **OPTIONAL_PROTOTYPES}.items():
+            try:
+                fn = getattr(self.lib, name)
+            except AttributeError:
+                if name not in OPTIONAL_PROTOTYPES:
+                    raise
+                self.missing.add(name)
+                continue
             fn.restype = restype
             fn.argtypes = argtypes
         abi = self.lib.ak_abi_version()
@@ -177,6 +92,11 @@ class Library:
             detail = self.lib.ak_last_error().decode("utf-8", "replace")
             text = self.lib.ak_status_string(status).decode("utf-8", "replace")
             raise AttnkernError(function, status, text, detail)
+
+    def has(self, name):
+        """Whether the loaded library defines the C function name (the 0.2
+        functions are missing from a 0.1 library)."""
+        return name not in self.missing and hasattr(self.lib, name)
 
     def status_string(self, status):
         return self.lib.ak_status_string(int(status)).decode()
@@ -242,21 +162,26 @@ class Library:
 
     # ------------------------------------------------------------ arrays
     @staticmethod
-    def _array(x, name, ndim=None, writable=False):
+    def _array(x, name, ndim=None, writable=False, dtype="float32", contiguous=True):
+        """x checked as an argument: a numpy array of dtype (None: the caller
+        checks it), C-contiguous, or with contiguous=False its last axis only
+        (a strided view, its strides passed on in elements)."""
         np = _numpy()
         if not isinstance(x, np.ndarray):
             raise TypeError(f"{name} must be a numpy.ndarray, not {type(x).__name__}")
-        if x.dtype != np.float32:
-            raise TypeError(f"{name} must have dtype float32, not {x.dtype}")
+        if dtype is not None and x.dtype != np.dtype(dtype):
+            raise TypeError(f"{name} must have dtype {dtype}, not {x.dtype}")
         if ndim is not None and x.ndim != ndim:
             raise ValueError(f"{name} must be {ndim}-D, got shape {x.shape}")
-        if not x.flags.c_contiguous:
+        if contiguous and not x.flags.c_contiguous:
             raise ValueError(f"{name} must be C-contiguous "
                              "(use numpy.ascontiguousarray)")
+        if not contiguous and x.ndim and x.shape[-1] > 1 and x.strides[-1] != x.itemsize:
+            raise ValueError(f"{name}'s last axis must be contiguous")
         if not x.flags.aligned:
             # A float at an address not a multiple of 4 is undefined
             # behaviour in C (numpy.frombuffer at an odd offset makes one).
-            raise ValueError(f"{name} is not aligned to 4 bytes (pass a copy)")
+            raise ValueError(f"{name} is not aligned to {x.itemsize} bytes (pass a copy)")
         if writable and not x.flags.writeable:
             raise ValueError(f"{name} must be writable")
         return x
@@ -348,50 +273,6 @@ class Library:
         st = self.lib.ak_softmax_axis(outer, x.shape[axis], inner, self._ptr(x), self._ptr(out))
         self.check(st, "ak_softmax_axis")
         return out
-
-    def attention_desc(self, **fields):
-        """A fresh ak_attention_desc (ak_attention_desc_init), fields set.
-        Pointer fields (bias, kv_lens, lse, probs) hold raw addresses: keep the
-        arrays they point into alive (and unmoved) until ak_attention returns."""
-        d = AttentionDesc()
-        self.lib.ak_attention_desc_init(ctypes.byref(d))
-        for key, value in fields.items():
-            if key not in AttentionDesc._fields_names:
-                raise TypeError(f"ak_attention_desc has no field {key!r}")
-            setattr(d, key, value)
-        return d
-
-    def attention(self, q, k, v, *, num_kv_heads=None, mask=Mask.NONE,
-                  scale=0.0, out=None):
-        """softmax(scale * q k^T, masked) v for contiguous q [b, h, q_len, d],
-        k [b, hk, kv_len, d], v [b, hk, kv_len, dv]."""
-        np = _numpy()
-        q = self._array(q, "q", 4)
-        k = self._array(k, "k", 4)
-        v = self._array(v, "v", 4)
-        b, h, q_len, d = q.shape
-        hk = k.shape[1] if num_kv_heads is None else num_kv_heads
-        kv_len, dv = k.shape[2], v.shape[3]
-        if k.shape != (b, hk, kv_len, d):
-            raise ValueError(f"k has shape {k.shape}, expected {(b, hk, kv_len, d)}")
-        if v.shape != (b, hk, kv_len, dv):
-            raise ValueError(f"v has shape {v.shape}, expected {(b, hk, kv_len, dv)}")
-        if out is None:
-            out = np.empty((b, h, q_len, dv), dtype=np.float32)
-        out = self._array(out, "out", 4, writable=True)
-        if out.shape != (b, h, q_len, dv):
-            raise ValueError(f"out has shape {out.shape}, expected {(b, h, q_len, dv)}")
-        self._disjoint(out, q=q, k=k, v=v)
-        desc = self.attention_desc(batch=b, num_heads=h, num_kv_heads=hk,
-                                   q_len=q_len, kv_len=kv_len, head_dim=d,
-                                   head_dim_v=dv, scale=scale, mask=int(mask))
-        st = self.lib.ak_attention(ctypes.byref(desc), self._ptr(q), self._ptr(k),
-                                   self._ptr(v), self._ptr(out))
-        self.check(st, "ak_attention")
-        return out
-
-
-AttentionDesc._fields_names = frozenset(name for name, _ in AttentionDesc._fields_)
 
 
 def load(path=None):

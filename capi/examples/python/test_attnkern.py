@@ -31,6 +31,14 @@ ak = attnkern.load(sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswi
 if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
     del sys.argv[1]
 
+# The storage-type, cache and paged-attention tests live beside this file;
+# imported here, unittest.main runs them with the rest.
+import test_attnkern_kv  # noqa: E402
+
+test_attnkern_kv.use(ak)
+from test_attnkern_kv import (ConvertTest, HalfAndPagedAttentionTest,  # noqa: E402,F401
+                              KVCacheStoreTest)
+
 
 class ConfigTest(unittest.TestCase):
     def test_version(self):
@@ -96,8 +104,12 @@ class ConfigTest(unittest.TestCase):
         for name, _ in D._fields_:
             self.assertEqual(getattr(D, name).offset,
                              int(c[f"offsetof.ak_attention_desc.{name}"]), name)
-        for enum_type in ("ak_status", "ak_trans", "ak_mask"):
+        for enum_type in ("ak_status", "ak_trans", "ak_mask", "ak_dtype"):
             self.assertEqual(ctypes.sizeof(ctypes.c_int), int(c[f"sizeof.{enum_type}"]))
+        self.assertEqual(attnkern.ATTENTION_DESC_SIZE_0_1,
+                         int(c["value.AK_ATTENTION_DESC_SIZE_0_1"]))
+        if ctypes.sizeof(ctypes.c_void_p) == 8 and ctypes.sizeof(ctypes.c_long) == 8:  # LP64
+            self.assertEqual((ctypes.sizeof(D), attnkern.ATTENTION_DESC_SIZE_0_1), (368, 240))
 
     def test_desc_init(self):
         d = ak.attention_desc()
@@ -105,6 +117,14 @@ class ConfigTest(unittest.TestCase):
         self.assertEqual((d.window_left, d.window_right), (-1, -1))
         self.assertEqual((d.batch, d.mask, d.scale), (0, 0, 0.0))
         self.assertFalse(d.bias)
+        # The 0.2 fields: fp32 K/V, no score modifiers, not paged, not packed.
+        self.assertEqual((d.k_type, d.v_type, d.softcap), (attnkern.F32, attnkern.F32, 0.0))
+        self.assertEqual((d.block_table_stride, d.page_size, d.num_pages), (0, 0, 0))
+        self.assertEqual(list(d.k_page_strides) + list(d.v_page_strides), [0] * 6)
+        for pointer in ("alibi_slopes", "sinks", "block_table", "cu_seqlens_q", "cu_seqlens_k"):
+            self.assertFalse(getattr(d, pointer), pointer)
+        self.assertEqual([int(t) for t in attnkern.DType], [0, 1, 2])
+        self.assertEqual((attnkern.F32, attnkern.F16, attnkern.BF16), (0, 1, 2))
         with self.assertRaises(TypeError):
             ak.attention_desc(no_such_field=1)
 

@@ -1,4 +1,4 @@
-//! Rust bindings for attnkern, fp32 attention kernels behind a flat C ABI.
+//! Rust bindings for attnkern, attention kernels behind a flat C ABI.
 //!
 //! [`sys`] declares the C header one to one; the functions here are a thin
 //! safe layer over it: slices instead of pointers (their lengths checked
@@ -20,14 +20,17 @@
 //! # Ok::<(), attnkern::Error>(())
 //! ```
 //!
+//! K/V caches may be stored in f16 or bf16 ([`DType`]; the bits travel as
+//! `u16` slices in [`Elems`]), paged or not: [`convert`], [`kv_cache_store`]
+//! and [`Attention::run_kv`] with a [`Paged`] block table.
+//!
 //! Build: `ATTNKERN_LIB_DIR=/path/to/dir/with/libattnkern.so cargo build`.
 
 pub mod sys;
 
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::fmt;
-use std::marker::PhantomData;
-use std::os::raw::{c_char, c_int};
+use std::os::raw::c_char;
 
 /// Why a call failed: the library's `ak_status` (never `AK_OK`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -175,113 +178,13 @@ fn product(func: &str, what: &str, dims: &[usize]) -> Result<usize> {
 
 // ------------------------------------------------------------ configuration
 
-/// "MAJOR.MINOR.PATCH" of the library loaded.
-pub fn version() -> String {
-    unsafe { c_string(sys::ak_version()) }
-}
+mod config;
 
-/// `AK_ABI_VERSION` of the library loaded; this crate speaks [`sys::AK_ABI_VERSION`].
-pub fn abi_version() -> i32 {
-    unsafe { sys::ak_abi_version() }
-}
-
-/// Every instruction-set name the library knows, best first.
-pub const ISAS: [&str; 5] = ["avx512", "avx2", "sse2", "neon", "scalar"];
-
-/// The instruction set in use.
-pub fn isa() -> String {
-    unsafe { c_string(sys::ak_get_isa()) }
-}
-
-/// Forces an instruction set (process-wide); `None` picks the best one.
-pub fn set_isa(name: Option<&str>) -> Result<()> {
-    let name = match name {
-        None => None,
-        Some(n) => Some(CString::new(n).map_err(|_| {
-            Error::new(Status::BadArgument, format!("set_isa: {:?} contains a NUL byte", n))
-        })?),
-    };
-    check(unsafe { sys::ak_set_isa(name.as_ref().map_or(std::ptr::null(), |c| c.as_ptr())) })
-}
-
-/// Whether `set_isa(name)` would succeed on this machine; changes nothing.
-/// A name with a NUL byte is not supported.
-pub fn isa_supported(name: Option<&str>) -> bool {
-    match name {
-        None => unsafe { sys::ak_isa_supported(std::ptr::null()) == 1 },
-        Some(n) => match CString::new(n) {
-            Ok(c) => unsafe { sys::ak_isa_supported(c.as_ptr()) == 1 },
-            Err(_) => false,
-        },
-    }
-}
-
-/// The names in [`ISAS`] this machine supports, best first. Changes
-/// nothing: the instruction set in use stays as it is (also for threads
-/// running kernels meanwhile). Never fails; a `Result` for compatibility.
-pub fn available_isas() -> Result<Vec<&'static str>> {
-    Ok(ISAS.iter().copied().filter(|n| isa_supported(Some(n))).collect())
-}
-
-/// Threads per call (process-wide); 0 = the OpenMP default.
-pub fn set_num_threads(n: usize) -> Result<()> {
-    let n = thread_count("set_num_threads", n)?;
-    check(unsafe { sys::ak_set_num_threads(n) })
-}
-
-/// n as the C API's int, or BadArgument naming the setter.
-fn thread_count(setter: &str, n: usize) -> Result<c_int> {
-    c_int::try_from(n)
-        .map_err(|_| Error::new(Status::BadArgument, format!("{}: {} is too many", setter, n)))
-}
-
-/// The thread count a call from this thread would use now.
-pub fn num_threads() -> usize {
-    unsafe { sys::ak_get_num_threads() }.max(0) as usize
-}
-
-/// Threads per call for calls made from the calling thread only, overriding
-/// `set_num_threads` there; 0 = follow the process-wide count again. Worker
-/// threads of an engine's own set 1 (no OpenMP pool per worker).
-pub fn set_num_threads_local(n: usize) -> Result<()> {
-    let n = thread_count("set_num_threads_local", n)?;
-    check(unsafe { sys::ak_set_num_threads_local(n) })
-}
-
-/// The calling thread's own count (0 if it follows the process-wide one).
-pub fn num_threads_local() -> usize {
-    unsafe { sys::ak_get_num_threads_local() }.max(0) as usize
-}
-
-/// Sets the calling thread's own count (`set_num_threads_local`) until the
-/// guard is dropped, which puts back the count the thread had before:
-/// `let _threads = attnkern::threads_local(1)?;`. The guard stays on the
-/// thread that made it (it is not `Send`).
-pub fn threads_local(n: usize) -> Result<ThreadsLocalGuard> {
-    let before = num_threads_local();
-    set_num_threads_local(n)?;
-    Ok(ThreadsLocalGuard { before, _same_thread: PhantomData })
-}
-
-/// Returned by `threads_local`; restores the thread's previous count on drop.
-#[must_use = "the count reverts as soon as the guard is dropped"]
-pub struct ThreadsLocalGuard {
-    before: usize,
-    _same_thread: PhantomData<*const ()>,
-}
-
-impl Drop for ThreadsLocalGuard {
-    fn drop(&mut self) {
-        // A count the library returned before: setting it again cannot fail.
-        let _ = set_num_threads_local(self.before);
-    }
-}
-
-/// Frees the scratch buffers every thread keeps between calls (calls running
-/// meanwhile keep theirs; the next call allocates anew).
-pub fn release_scratch() {
-    unsafe { sys::ak_release_scratch() }
-}
+pub use config::{
+    abi_version, available_isas, isa, isa_supported, num_threads, num_threads_local,
+    release_scratch, set_isa, set_num_threads, set_num_threads_local, threads_local, version,
+    ThreadsLocalGuard, ISAS,
+};
 
 // -------------------------------------------------------------------- sgemm
 
@@ -425,119 +328,8 @@ pub fn log_softmax(
 
 // ---------------------------------------------------------------- attention
 
-/// Which keys a query may see.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Mask {
-    None,
-    /// Key j is visible to query i iff j <= i.
-    CausalTopLeft,
-    /// Key j is visible to query i iff j <= i + (kv_len - q_len).
-    CausalBottomRight,
-}
+mod attention;
+mod kv;
 
-/// Scaled dot-product attention over contiguous [batch, heads, seq, dim]
-/// tensors: `out = softmax(scale * q k^T, masked) v` per (batch, head).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Attention {
-    pub batch: usize,
-    pub num_heads: usize,
-    /// Heads of k and v; divides num_heads (grouped-query attention).
-    pub num_kv_heads: usize,
-    pub q_len: usize,
-    pub kv_len: usize,
-    pub head_dim: usize,
-    pub head_dim_v: usize,
-    /// 0 = 1 / sqrt(head_dim).
-    pub scale: f32,
-    pub mask: Mask,
-}
-
-impl Attention {
-    /// Multi-head attention with as many kv heads as query heads and d_v = d_k.
-    pub fn new(
-        batch: usize,
-        num_heads: usize,
-        q_len: usize,
-        kv_len: usize,
-        head_dim: usize,
-    ) -> Self {
-        Attention {
-            batch,
-            num_heads,
-            num_kv_heads: num_heads,
-            q_len,
-            kv_len,
-            head_dim,
-            head_dim_v: head_dim,
-            scale: 0.0,
-            mask: Mask::None,
-        }
-    }
-
-    /// The C descriptor for these sizes (no optional inputs or outputs).
-    pub fn desc(&self) -> Result<sys::ak_attention_desc> {
-        const F: &str = "ak_attention";
-        let mut d = std::mem::MaybeUninit::<sys::ak_attention_desc>::uninit();
-        let mut d = unsafe {
-            sys::ak_attention_desc_init(d.as_mut_ptr());
-            d.assume_init()
-        };
-        d.batch = to_i64(F, "batch", self.batch)?;
-        d.num_heads = to_i64(F, "num_heads", self.num_heads)?;
-        d.num_kv_heads = to_i64(F, "num_kv_heads", self.num_kv_heads)?;
-        d.q_len = to_i64(F, "q_len", self.q_len)?;
-        d.kv_len = to_i64(F, "kv_len", self.kv_len)?;
-        d.head_dim = to_i64(F, "head_dim", self.head_dim)?;
-        d.head_dim_v = to_i64(F, "head_dim_v", self.head_dim_v)?;
-        d.scale = self.scale;
-        d.mask = match self.mask {
-            Mask::None => sys::ak_mask::AK_MASK_NONE,
-            Mask::CausalTopLeft => sys::ak_mask::AK_MASK_CAUSAL_TOP_LEFT,
-            Mask::CausalBottomRight => sys::ak_mask::AK_MASK_CAUSAL_BOTTOM_RIGHT,
-        } as i32;
-        Ok(d)
-    }
-
-    /// Runs it; `lse`, when given, receives [batch, heads, q_len] log-sum-exps.
-    pub fn run(
-        &self,
-        q: &[f32],
-        k: &[f32],
-        v: &[f32],
-        out: &mut [f32],
-        lse: Option<&mut [f32]>,
-    ) -> Result<()> {
-        const F: &str = "ak_attention";
-        let dv = if self.head_dim_v == 0 { self.head_dim } else { self.head_dim_v };
-        let (b, h, hk) = (self.batch, self.num_heads, self.num_kv_heads);
-        let sizes: [(&str, usize, [usize; 4]); 4] = [
-            ("q", q.len(), [b, h, self.q_len, self.head_dim]),
-            ("k", k.len(), [b, hk, self.kv_len, self.head_dim]),
-            ("v", v.len(), [b, hk, self.kv_len, dv]),
-            ("out", out.len(), [b, h, self.q_len, dv]),
-        ];
-        for (name, len, dims) in sizes {
-            let need = product(F, name, &dims)?;
-            if len < need {
-                return Err(Error::new(
-                    Status::BadShape,
-                    format!("{}: {} has {} elements; {:?} needs {}", F, name, len, dims, need),
-                ));
-            }
-        }
-        let mut d = self.desc()?;
-        if let Some(lse) = lse {
-            let need = product(F, "lse", &[b, h, self.q_len])?;
-            if lse.len() < need {
-                return Err(Error::new(
-                    Status::BadShape,
-                    format!("{}: lse has {} elements; needs {}", F, lse.len(), need),
-                ));
-            }
-            d.lse = lse.as_mut_ptr();
-        }
-        check(unsafe {
-            sys::ak_attention(&d, q.as_ptr(), k.as_ptr(), v.as_ptr(), out.as_mut_ptr())
-        })
-    }
-}
+pub use attention::{Attention, Mask, Paged};
+pub use kv::{convert, convert_in_place, kv_cache_store, DType, Elems, ElemsMut, PoolLayout};

@@ -2,7 +2,7 @@
 //! `unsafe` to call; the safe layer is the crate root.
 #![allow(non_camel_case_types)]
 
-use std::os::raw::{c_char, c_int};
+use std::os::raw::{c_char, c_int, c_void};
 
 /// `ak_status`. A newtype over the C enum's `int`, not a Rust enum: a status
 /// that a newer library adds must not be undefined behaviour here.
@@ -40,6 +40,17 @@ pub enum ak_mask {
     AK_MASK_CAUSAL_BOTTOM_RIGHT = 2,
 }
 
+/// `ak_dtype`, the storage type of K/V caches and of `ak_convert`'s arrays;
+/// only ever passed *to* the library. `ak_attention_desc::k_type` and
+/// `v_type` are `int32_t`: store `ak_dtype::X as i32` there.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ak_dtype {
+    AK_F32 = 0,
+    AK_F16 = 1,
+    AK_BF16 = 2,
+}
+
 /// `ak_attention_desc`, field for field (the 4 bytes of padding after
 /// `struct_size` come from `repr(C)` exactly as from the C compiler).
 /// Initialise with [`ak_attention_desc_init`], then set fields.
@@ -67,9 +78,123 @@ pub struct ak_attention_desc {
     pub o_strides: [i64; 3],
     pub lse: *mut f32,
     pub probs: *mut f32,
+    // ---- added in 0.2; AK_ATTENTION_DESC_SIZE_0_1 is where they start.
+    pub k_type: i32,
+    pub v_type: i32,
+    pub softcap: f32,
+    pub alibi_slopes: *const f32,
+    pub sinks: *const f32,
+    pub block_table: *const i32,
+    pub block_table_stride: i64,
+    pub page_size: i64,
+    pub num_pages: i64,
+    pub k_page_strides: [i64; 3],
+    pub v_page_strides: [i64; 3],
+    pub cu_seqlens_q: *const i32,
+    pub cu_seqlens_k: *const i32,
+}
+
+/// `AK_ATTENTION_DESC_SIZE_0_1`: the `struct_size` of a 0.1 descriptor, the
+/// offset of `k_type` (240 on LP64); `ak_attention` gives every field past
+/// it its default. A function: `offset_of!` is newer than this crate's
+/// rust-version.
+pub fn ak_attention_desc_size_0_1() -> u32 {
+    let d = std::mem::MaybeUninit::<ak_attention_desc>::uninit();
+    let base = d.as_ptr();
+    // SAFETY: addr_of! takes the field's address without reading it.
+    let k_type = unsafe { std::ptr::addr_of!((*base).k_type) };
+    (k_type as usize - base as usize) as u32
 }
 
 pub const AK_ABI_VERSION: c_int = 1;
+
+/// `ak_convert`.
+pub type ak_convert_fn = unsafe extern "C" fn(
+    dst_type: ak_dtype,
+    dst: *mut c_void,
+    src_type: ak_dtype,
+    src: *const c_void,
+    n: i64,
+) -> ak_status;
+
+/// `ak_kv_cache_store`.
+pub type ak_kv_cache_store_fn = unsafe extern "C" fn(
+    n_tokens: i64,
+    num_kv_heads: i64,
+    head_dim: i64,
+    src: *const f32,
+    src_strides: *const i64,
+    slots: *const i64,
+    dst_type: ak_dtype,
+    pool: *mut c_void,
+    num_pages: i64,
+    page_size: i64,
+    page_strides: *const i64,
+) -> ak_status;
+
+/// `ak_convert` of the library loaded, or `None` from a 0.1 library. The
+/// functions added in 0.2 are looked up at run time rather than linked: ABI
+/// version 1 covers 0.1 libraries too, and this crate must link and run
+/// against one (everything but these two works there).
+pub fn ak_convert() -> Option<ak_convert_fn> {
+    // SAFETY: the symbol, where the library has it, has this type.
+    optional::lookup(&optional::CONVERT, b"ak_convert\0")
+        .map(|f| unsafe { std::mem::transmute::<*mut c_void, ak_convert_fn>(f) })
+}
+
+/// `ak_kv_cache_store` of the library loaded, or `None` from a 0.1 library.
+pub fn ak_kv_cache_store() -> Option<ak_kv_cache_store_fn> {
+    optional::lookup(&optional::KV_CACHE_STORE, b"ak_kv_cache_store\0")
+        .map(|f| unsafe { std::mem::transmute::<*mut c_void, ak_kv_cache_store_fn>(f) })
+}
+
+#[cfg(unix)]
+mod optional {
+    use std::os::raw::{c_char, c_void};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    extern "C" {
+        fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    }
+
+    // dlfcn.h's RTLD_DEFAULT: every object loaded, libattnkern among them.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    const RTLD_DEFAULT: *mut c_void = -2isize as *mut c_void;
+
+    /// 0: not looked up yet; 1: missing; else the address.
+    pub static CONVERT: AtomicUsize = AtomicUsize::new(0);
+    pub static KV_CACHE_STORE: AtomicUsize = AtomicUsize::new(0);
+
+    pub fn lookup(cache: &AtomicUsize, name: &[u8]) -> Option<*mut c_void> {
+        let mut addr = cache.load(Ordering::Relaxed);
+        if addr == 0 {
+            // SAFETY: name is NUL-terminated; dlsym only reads it.
+            let found = unsafe { dlsym(RTLD_DEFAULT, name.as_ptr() as *const c_char) };
+            addr = if found.is_null() { 1 } else { found as usize };
+            cache.store(addr, Ordering::Relaxed);
+        }
+        (addr != 1).then(|| addr as *mut c_void)
+    }
+}
+
+// Without dlsym the two are linked like every other function.
+#[cfg(not(unix))]
+mod optional {
+    use std::os::raw::c_void;
+    pub static CONVERT: () = ();
+    pub static KV_CACHE_STORE: () = ();
+    extern "C" {
+        fn ak_convert();
+        fn ak_kv_cache_store();
+    }
+    pub fn lookup(_: &(), name: &[u8]) -> Option<*mut c_void> {
+        let f: unsafe extern "C" fn() =
+            if name.starts_with(b"ak_convert") { ak_convert } else { ak_kv_cache_store };
+        Some(f as *mut c_void)
+    }
+}
 
 extern "C" {
     pub fn ak_status_string(s: ak_status) -> *const c_char;

@@ -258,7 +258,20 @@ fn field_offsets(d: &sys::ak_attention_desc) -> Vec<(&'static str, usize)> {
         v_strides,
         o_strides,
         lse,
-        probs
+        probs,
+        k_type,
+        v_type,
+        softcap,
+        alibi_slopes,
+        sinks,
+        block_table,
+        block_table_stride,
+        page_size,
+        num_pages,
+        k_page_strides,
+        v_page_strides,
+        cu_seqlens_q,
+        cu_seqlens_k
     )
 }
 
@@ -268,6 +281,12 @@ fn attention_desc_layout_matches_c() {
     let size = std::mem::size_of::<sys::ak_attention_desc>();
     assert_eq!(d.struct_size as usize, size, "ak_attention_desc_init's sizeof differs from Rust's");
     assert_eq!((d.window_left, d.window_right), (-1, -1));
+    // The 0.2 fields start at their defaults: fp32, unpaged, no modifiers.
+    assert_eq!((d.k_type, d.v_type, d.softcap), (0, 0, 0.0));
+    assert_eq!((d.block_table_stride, d.page_size, d.num_pages), (0, 0, 0));
+    assert_eq!((d.k_page_strides, d.v_page_strides), ([0; 3], [0; 3]));
+    assert!(d.alibi_slopes.is_null() && d.sinks.is_null() && d.block_table.is_null());
+    assert!(d.cu_seqlens_q.is_null() && d.cu_seqlens_k.is_null());
     let ours = field_offsets(&d);
 
     // What the C compiler says, from abi_layout (the CMake test always sets it).
@@ -285,7 +304,12 @@ fn attention_desc_layout_matches_c() {
         for (name, off) in &ours {
             assert_eq!(*off, c[&format!("offsetof.ak_attention_desc.{name}")], "field {name}");
         }
-        for e in ["ak_status", "ak_trans", "ak_mask"] {
+        assert_eq!(
+            sys::ak_attention_desc_size_0_1() as usize,
+            c["value.AK_ATTENTION_DESC_SIZE_0_1"],
+            "AK_ATTENTION_DESC_SIZE_0_1"
+        );
+        for e in ["ak_status", "ak_trans", "ak_mask", "ak_dtype"] {
             assert_eq!(c[&format!("sizeof.{e}")], std::mem::size_of::<sys::ak_status>(), "{e}");
         }
         assert_eq!(std::mem::size_of::<sys::ak_trans>(), c["sizeof.ak_trans"]);
@@ -296,9 +320,10 @@ fn attention_desc_layout_matches_c() {
     // LP64 (x86-64, aarch64), which the probe confirms where it runs.
     #[cfg(target_pointer_width = "64")]
     {
-        assert_eq!(size, 240);
+        assert_eq!((size, sys::ak_attention_desc_size_0_1()), (368, 240));
         let want = [
-            0, 8, 16, 24, 32, 40, 48, 56, 64, 68, 72, 80, 88, 96, 120, 128, 152, 176, 200, 224, 232,
+            0, 8, 16, 24, 32, 40, 48, 56, 64, 68, 72, 80, 88, 96, 120, 128, 152, 176, 200, 224,
+            232, 240, 244, 248, 256, 264, 272, 280, 288, 296, 304, 328, 352, 360,
         ];
         assert_eq!(ours.iter().map(|p| p.1).collect::<Vec<_>>(), want);
     }
