@@ -4,10 +4,18 @@
 // per-batch kv_lens, the four tensors' layouts, the optional outputs, the
 // instruction set and the thread count, and places a few special values (NaN,
 // +inf, -inf) in q, k, v or the bias; the data are normals from a seed the
-// input also picks (q and k scaled by d^-1/4, so that scores stay moderate). The call must then:
+// input also picks (q and k scaled by d^-1/4, so that scores stay moderate).
+// Last come the storage of K and V (0.2): f32, f16 or bf16 each, and
+// optionally paged (page size, pool layout with gaps, shuffled page ids, -1
+// for pages no visible key needs, junk past the pages of kv_len, and a few
+// ids overwritten with ones out of range); an input that ends before them
+// keeps fp32, unpaged K and V, as the committed inputs had. The reference
+// reads the stored (rounded) values. The call must then:
 // - when the descriptor is one the generator made invalid on purpose (an
 //   unknown mask, heads not a multiple of kv heads, a negative scale, a
-//   kv_lens entry out of range): return an error with a message, and write nothing;
+//   kv_lens entry out of range, an out-of-range page id that a visible key
+//   needs): return an error with a message, and write nothing (an
+//   out-of-range id needed only by keys the bias hides may go either way);
 // - otherwise: return AK_OK and agree with the float64 reference
 //   (tests/reference_attention.cpp) within the suite's tolerances, with
 //   NaN exactly where the reference has NaN, exact zeros and -inf where no
@@ -22,15 +30,18 @@
 // Build and run: scripts/fuzz.sh (Clang, ASan and UBSan). The same file,
 // built with AK_FUZZ_STANDALONE, replays the inputs named on its command
 // line (tests/fuzz/corpus/attention.txt, run by ctest).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <vector>
 
+#include "../../src/convert/half.hpp"
 #include "attnkern.h"
 #include "fuzz/fuzz_support.hpp"
 #include "reference_attention.hpp"
@@ -82,6 +93,39 @@ struct Special {
   int tensor; // 0 q, 1 k, 2 v, 3 bias
   std::uint32_t where;
   float value;
+};
+
+attnkern::DType internal(ak_dtype t) { return static_cast<attnkern::DType>(static_cast<int>(t)); }
+
+// x rounded to the storage type and widened back: what the library reads.
+float stored(ak_dtype t, float x) {
+  if (t == AK_F32) return x;
+  return attnkern::half_to_float(internal(t), attnkern::float_to_half(internal(t), x));
+}
+
+// K or V as the library reads them: n elements of one storage type.
+struct Store {
+  ak_dtype type = AK_F32;
+  std::vector<float> f32;
+  std::vector<std::uint16_t> half;
+
+  Store(ak_dtype t, std::size_t n) : type(t) {
+    if (t == AK_F32)
+      f32.assign(n, kNaN);
+    else
+      half.assign(n, attnkern::float_to_half(internal(t), kNaN));
+  }
+  void set(std::size_t i, float x) {
+    if (type == AK_F32)
+      f32[i] = x;
+    else
+      half[i] = attnkern::float_to_half(internal(type), x);
+  }
+  // ak_attention takes const float * whatever the type.
+  const float *ptr() const {
+    if (type == AK_F32) return f32.empty() ? nullptr : f32.data();
+    return half.empty() ? nullptr : reinterpret_cast<const float *>(half.data());
+  }
 };
 
 } // namespace
@@ -210,10 +254,101 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *bytes, std::size_t siz
   if (want_lse) d.lse = lse.data();
   if (want_probs) d.probs = probs.data();
 
+  // The storage types: k and v now hold the stored values (their padding
+  // keeps its canaries), which the reference reads through ref_d.
+  d.k_type = in.in<int>(0, 2);
+  d.v_type = in.in<int>(0, 2);
+  for (float &x : k.data)
+    if (x != kCanary) x = stored(static_cast<ak_dtype>(d.k_type), x);
+  for (float &x : v.data)
+    if (x != kCanary) x = stored(static_cast<ak_dtype>(d.v_type), x);
+  ak_attention_desc ref_d = d;
+  ref_d.k_type = ref_d.v_type = AK_F32;
+  Store ks(static_cast<ak_dtype>(d.k_type), 0), vs(static_cast<ak_dtype>(d.v_type), 0);
+  std::vector<std::int32_t> table;
+  bool either = false; // an out-of-range id only bias-hidden keys need
+  if (!in.flag()) {
+    ks = Store(ks.type, k.data.size()), vs = Store(vs.type, v.data.size());
+    for (std::size_t e = 0; e < k.data.size(); ++e) ks.set(e, k.data[e]);
+    for (std::size_t e = 0; e < v.data.size(); ++e) vs.set(e, v.data[e]);
+  } else {
+    const int size_kind = in.in<int>(0, 3);
+    const std::int64_t ps = size_kind == 0   ? in.in(1, 8)
+                            : size_kind == 1 ? 16
+                            : size_kind == 2 ? in.in(1, 70)
+                                             : 4096;
+    const int layout = in.in<int>(0, 2); // contiguous; head-major, slot-major with gaps
+    const std::int64_t gap = in.in(1, 4);
+    const std::int64_t pps = (d.kv_len + ps - 1) / ps, stride = pps + in.in(0, 2);
+    const std::int64_t n_pages = d.batch * pps + in.in(0, 2);
+    const bool minus1 = in.flag();
+    const int n_bad = in.in<int>(0, 3);
+    d.page_size = ps, d.num_pages = n_pages, d.block_table_stride = stride;
+    for (int i = 0; i < 3; ++i) d.k_strides[i] = d.v_strides[i] = 0;
+    // [page, head, slot] strides of a pool of rows of dim elements, and its length.
+    auto pool = [&](std::int64_t dim, std::int64_t desc_strides[3], std::int64_t s[3]) {
+      if (layout == 0)
+        s[2] = dim, s[1] = ps * dim, s[0] = d.num_kv_heads * ps * dim;
+      else if (layout == 1)
+        s[2] = dim + gap, s[1] = ps * s[2] + gap, s[0] = d.num_kv_heads * s[1] + gap;
+      else
+        s[1] = dim + gap, s[2] = d.num_kv_heads * s[1] + gap, s[0] = ps * s[2] + gap;
+      if (layout != 0) std::memcpy(desc_strides, s, 3 * sizeof *s);
+      return n_pages == 0
+                 ? 0
+                 : (n_pages - 1) * s[0] + (d.num_kv_heads - 1) * s[1] + (ps - 1) * s[2] + dim;
+    };
+    std::int64_t kps[3], vps[3];
+    ks = Store(ks.type, static_cast<std::size_t>(pool(d.head_dim, d.k_page_strides, kps)));
+    vs = Store(vs.type, static_cast<std::size_t>(pool(dv, d.v_page_strides, vps)));
+    // Pages some query needs by position, and by position and bias.
+    std::vector<char> by_pos(static_cast<std::size_t>(d.batch * pps), 0), by_all(by_pos);
+    for (std::int64_t b = 0; b < d.batch && !invalid; ++b)
+      for (std::int64_t i = 0; i < d.q_len; ++i) {
+        const ak_test::KeyRange r = ak_test::visible_key_range(d, b, i);
+        for (std::int64_t j = r.begin; j < r.end; ++j) {
+          by_pos[b * pps + j / ps] = 1;
+          for (std::int64_t h = 0; h < d.num_heads; ++h)
+            if (ak_test::key_visible(d, b, h, i, j)) by_all[b * pps + j / ps] = 1;
+        }
+      }
+    std::vector<std::int32_t> perm(static_cast<std::size_t>(n_pages));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    table.assign(static_cast<std::size_t>(d.batch * stride + 1), -1); // one more: never empty
+    for (std::int64_t b = 0; b < d.batch; ++b)
+      for (std::int64_t col = 0; col < stride; ++col)
+        table[b * stride + col] = col >= pps ? static_cast<std::int32_t>(n_pages + col)
+                                  : minus1 && !by_pos[b * pps + col] ? -1
+                                                                     : perm[b * pps + col];
+    for (std::int64_t b = 0; b < d.batch; ++b)
+      for (std::int64_t hk = 0; hk < d.num_kv_heads; ++hk)
+        for (std::int64_t j = 0; j < d.kv_len; ++j) {
+          const std::int64_t page = table[b * stride + j / ps];
+          if (page < 0) continue;
+          const std::int64_t ko = page * kps[0] + hk * kps[1] + (j % ps) * kps[2];
+          const std::int64_t vo = page * vps[0] + hk * vps[1] + (j % ps) * vps[2];
+          for (std::int64_t c = 0; c < d.head_dim; ++c) ks.set(ko + c, k.at(b, hk, j)[c]);
+          for (std::int64_t c = 0; c < dv; ++c) vs.set(vo + c, v.at(b, hk, j)[c]);
+        }
+    for (int n = 0; n < n_bad && d.batch * stride > 0; ++n) {
+      const std::int64_t entry = in.u32() % (d.batch * stride), col = entry % stride;
+      const std::int32_t bad[] = {-1, static_cast<std::int32_t>(n_pages),
+                                  std::numeric_limits<std::int32_t>::min(),
+                                  static_cast<std::int32_t>(n_pages + 7)};
+      table[entry] = bad[in.in<int>(0, 3)];
+      if (col < pps && by_all[entry / stride * pps + col])
+        invalid = true;
+      else if (col < pps && by_pos[entry / stride * pps + col])
+        either = true;
+    }
+    d.block_table = table.data();
+  }
+
   if (ak_set_isa(isa) != AK_OK) fail("ak_set_isa");
   ak_set_num_threads(threads);
-  const ak_status st = ak_attention(&d, q.data.data(), k.data.data(), v.data.data(), o.data.data());
-  if (invalid) {
+  const ak_status st = ak_attention(&d, q.data.data(), ks.ptr(), vs.ptr(), o.data.data());
+  if (invalid || (either && st != AK_OK)) {
     if (st == AK_OK) fail("an invalid descriptor was accepted");
     if (std::strlen(ak_last_error()) == 0) fail("an error without a message");
     for (float x : o.data)
@@ -230,7 +365,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *bytes, std::size_t siz
   }
 
   const ak_test::AttentionResult ref =
-      ak_test::ref_attention(d, q.data.data(), k.data.data(), v.data.data());
+      ak_test::ref_attention(ref_d, q.data.data(), k.data.data(), v.data.data());
   std::vector<char> written(o.data.size(), 0);
   for (std::int64_t b = 0; b < d.batch; ++b)
     for (std::int64_t h = 0; h < d.num_heads; ++h)
@@ -282,7 +417,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *bytes, std::size_t siz
   if (want_lse) d.lse = lse2.data();
   if (want_probs) d.probs = probs2.data();
   ak_set_num_threads(3 - threads);
-  if (ak_attention(&d, q.data.data(), k.data.data(), v.data.data(), o2.data.data()) != AK_OK)
+  if (ak_attention(&d, q.data.data(), ks.ptr(), vs.ptr(), o2.data.data()) != AK_OK)
     fail("the second call was refused");
   for (std::size_t e = 0; e < o.data.size(); ++e)
     if (!same_bits(o.data[e], o2.data[e]))
