@@ -2,6 +2,7 @@
 // records what was measured (context), registers the benchmarks and runs them.
 #include "bench_attention.hpp"
 #include "bench_common.hpp"
+#include "bench_convert.hpp"
 #include "bench_peak.hpp"
 #include "bench_sgemm.hpp"
 #include "bench_softmax.hpp"
@@ -138,6 +139,7 @@ int main(int argc, char **argv) {
   akb::register_sgemm_benchmarks();
   akb::register_softmax_benchmarks();
   akb::register_attention_benchmarks();
+  akb::register_convert_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
