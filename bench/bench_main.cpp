@@ -3,6 +3,7 @@
 #include "bench_attention.hpp"
 #include "bench_kv_cache.hpp"
 #include "bench_common.hpp"
+#include "bench_convert.hpp"
 #include "bench_peak.hpp"
 #include "bench_sgemm.hpp"
 #include "bench_softmax.hpp"
@@ -140,6 +141,7 @@ int main(int argc, char **argv) {
   akb::register_softmax_benchmarks();
   akb::register_attention_benchmarks();
   akb::register_kv_cache_benchmarks();
+  akb::register_convert_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

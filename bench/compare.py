@@ -24,8 +24,10 @@ instruction set: peak/fma/<isa>), sgemm, sgemm_isa (attnkern forced to one
 instruction set, and the plain loop), sgemm_batched, softmax (also the
 out-of-cache shape 4096x4096_cold and the impls attnkern_log and
 attnkern_axis), attention (prefill), window (attnkern's causal sliding
-window), decode or membw (the streaming-read and
-copy references: membw/read, membw/copy); anything else in the file is
+window), decode, membw (the streaming-read and
+copy references: membw/read, membw/copy) or convert (convert/attnkern/<shape>
+for ak_convert and ak_kv_cache_store, convert/memcpy/<shape> a memcpy of the
+same byte count); anything else in the file is
 ignored, and a table whose benchmarks are missing is left out (a column whose
 reference is missing shows "—"). Standard library only; chart.py
 imports load() and the peak/cell helpers from here.
@@ -44,12 +46,12 @@ import compare_kv
 
 NAME_RE = re.compile(
     r"^(sgemm_isa|sgemm_batched|sgemm|softmax|attention|window|encoder|decode|kvdecode|kvprefill|"
-    r"membw|peak)"
+    r"membw|convert|peak)"
     r"/([^/]+)/([^/]+)/threads:(\d+)(?:/|$)")
 
 # Every kind, in the order of the report.
 ALL_KINDS = ["peak", "sgemm", "sgemm_isa", "sgemm_batched", "softmax", "attention", "window",
-             "encoder", "decode", "kvdecode", "kvprefill", "membw"]
+             "encoder", "decode", "kvdecode", "kvprefill", "membw", "convert"]
 # Instruction sets of the peak benchmarks, best first.
 ISA_ORDER = ["avx512", "avx2", "sse2", "neon", "scalar"]
 # Counters kept per benchmark (rates, per second).
@@ -529,6 +531,32 @@ def membw_table(entries, has_cv):
             vals.append(v)
         cells = [f"membw/{{read,copy}}/{shape}", str(threads)] + texts
         cells.append(fmt(ratio(vals[1], vals[0]), 2))
+        if has_cv:
+            for impl in impls:
+                e = by_impl.get(impl)
+                cells.append("—" if e is None or e.cv is None else f"{100 * e.cv:.1f}%")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def convert_table(entries, has_cv):
+    """One row per (shape, threads): attnkern's conversion or cache store and
+    a memcpy moving the same bytes (read + written), and their ratio."""
+    impls = ["attnkern", "memcpy"]
+    head = ["benchmark", "thr", "attnkern GB/s", "memcpy GB/s", "attnkern/memcpy"]
+    if has_cv:
+        head += ["attnkern cv", "memcpy cv"]
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+    for (kind, shape, threads), by_impl in entries.items():
+        if kind != "convert":
+            continue
+        texts, vals = [], []
+        for impl in impls:
+            t, v = cell(by_impl, impl, "bytes", 1e9)
+            texts.append(t)
+            vals.append(v)
+        cells = [f"convert/{shape}", str(threads)] + texts + [fmt(ratio(vals[0], vals[1]), 2)]
         if has_cv:
             for impl in impls:
                 e = by_impl.get(impl)
@@ -1299,6 +1327,10 @@ def render(context, entries, reps, command=None):
         section("### Memory bandwidth reference (streaming read; copy: bytes read + written; "
                 "GB/s)",
                 membw_table(entries, has_cv))
+    if "convert" in kinds:
+        section("### Conversions and cache stores (ak_convert, ak_kv_cache_store; GB/s = bytes "
+                "read + written / real time; memcpy: a copy of the same byte count)",
+                convert_table(entries, has_cv))
     # Agreement check and errors.
     worst = {}
     errors = []

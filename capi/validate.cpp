@@ -32,10 +32,11 @@ ArgCheck &ArgCheck::size(const char *name, std::int64_t v) {
   return *this;
 }
 
-ArgCheck &ArgCheck::pointer(const char *name, const void *p, std::int64_t extent) {
+ArgCheck &ArgCheck::pointer(const char *name, const void *p, std::int64_t extent,
+                            const char *unit) {
   if (p == nullptr && extent > 0)
-    fail(AK_ERR_NULL_POINTER, "%s is NULL but must hold %lld floats", name,
-         static_cast<long long>(extent));
+    fail(AK_ERR_NULL_POINTER, "%s is NULL but must hold %lld %s", name,
+         static_cast<long long>(extent), unit);
   return *this;
 }
 

@@ -34,7 +34,10 @@ public:
   ak_status result() const;
 
   ArgCheck &size(const char *name, std::int64_t v); // >= 0, else BAD_SHAPE
-  ArgCheck &pointer(const char *name, const void *p, std::int64_t extent);
+  // NULL_POINTER if p is NULL but must hold `extent` elements (`unit`
+  // names them in the message).
+  ArgCheck &pointer(const char *name, const void *p, std::int64_t extent,
+                    const char *unit = "floats");
   // ld >= max(1, min_ld), else BAD_STRIDE; `what` explains min_ld.
   ArgCheck &leading_dim(const char *name, std::int64_t ld, std::int64_t min_ld, const char *what);
   // Elements spanned by a rows x cols row-major matrix with leading dimension

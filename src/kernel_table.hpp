@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "convert/half.hpp"
+
 namespace attnkern {
 
 struct GemmArgs {
@@ -75,6 +77,20 @@ struct AttentionArgs {
   bool staged() const { return k_src.type != 0 || v_src.type != 0 || k_src.block_table; }
 };
 
+// ak_kv_cache_store's arguments after validation: strides resolved (src in
+// floats, the pool in elements of dst_type), every slot in [-1, num_pages *
+// page_size) and no slot named twice.
+struct KvStoreArgs {
+  std::int64_t n_tokens, num_kv_heads, head_dim;
+  const float *src;
+  std::int64_t src_strides[2]; // [token, head]
+  const std::int64_t *slots;   // -1: token skipped
+  DType dst_type;
+  void *pool;
+  std::int64_t page_size;
+  std::int64_t page_strides[3]; // [page, head, slot]
+};
+
 // Where the softmax kernels write their output with streaming stores, chosen
 // per instruction set and CPU by the configuration table
 // (src/isa/config_<isa>.hpp). A threshold of 0 means never. Only where the
@@ -104,6 +120,11 @@ struct KernelTable {
   KernelStatus (*softmax_axis)(std::int64_t outer, std::int64_t axis_len, std::int64_t inner,
                                const float *x, float *y, int threads);
   KernelStatus (*attention)(const AttentionArgs &args, int threads);
+  // dst[i] = src[i] converted (half.hpp's rounding), i < n; dst == src only
+  // for types of one size.
+  void (*convert)(DType dst_type, void *dst, DType src_type, const void *src, std::int64_t n,
+                  int threads);
+  void (*kv_cache_store)(const KvStoreArgs &args, int threads);
 };
 
 // One accessor per instruction-set translation unit that the build compiled.

@@ -30,21 +30,17 @@
 #include <thread>
 #include <vector>
 
+#include "capi_errors_table.hpp"
 #include "misuse_support.hpp"
 
 namespace {
 
-constexpr std::int64_t kBufferLen = std::int64_t{1} << 14;
-
 // kHuge, bits_of, as_c_enum, canary buffers, ...: shared with
-// test_attention_errors.cpp.
+// test_attention_errors.cpp; the table's entry (BadCase) and its buffers:
+// shared with capi_errors_convert.cpp.
 using namespace ak_test::misuse;
-using Canary = ak_test::misuse::Canary<kBufferLen>;
-
-// The buffers every table entry may use: two inputs and one output.
-struct Buffers {
-  Canary in0{1}, in1{2}, out{3};
-};
+using namespace ak_test::capi_errors;
+using ak_test::capi_errors::Canary; // not misuse's template of that name
 
 // Leaves a message from another function in ak_last_error(), so that the
 // message checked afterwards is known to come from the call under test.
@@ -103,14 +99,6 @@ std::string num_tag(std::int64_t v) {
 }
 
 // ------------------------------------------------------------- the table
-
-struct BadCase {
-  std::string name;     // unique, [A-Za-z0-9_]
-  ak_status expected;   // the exact status
-  std::string function; // the message must start with "function: "
-  std::string mentions; // and contain this (the argument's name, usually with its value)
-  std::function<ak_status(Buffers &)> call;
-};
 
 void add_gemm_cases(std::vector<BadCase> &cases, bool batched) {
   const std::string fn = batched ? "ak_sgemm_strided_batched" : "ak_sgemm";
@@ -495,11 +483,11 @@ std::vector<BadCase> all_bad_cases() {
   add_softmax_cases(cases, "ak_log_softmax", ak_log_softmax);
   add_softmax_axis_cases(cases);
   add_posenc_cases(cases);
+  add_convert_cases(cases);
+  add_kv_cache_store_cases(cases);
   add_config_cases(cases);
   return cases;
 }
-
-void PrintTo(const BadCase &c, std::ostream *os) { *os << c.name; }
 
 class CapiErrorsBadInput : public ::testing::TestWithParam<BadCase> {};
 

@@ -3,8 +3,8 @@
 table covers every thread count in the run, a missing peer value drops only
 its own column's entry from the geomean, the OpenBLAS warning appears only
 where OpenBLAS fell back to kernels without AVX, the decode table reads
-q_len from the names that carry one, and the encoder table reads batch, heads,
-d and L from its names. The summary opens the report (per family and thread
+q_len from the names that carry one, the encoder table reads batch, heads,
+d and L from its names, and the conversion table pairs attnkern with memcpy. The summary opens the report (per family and thread
 count, attnkern/peer geomeans and worst rows, the machine and the command),
 and --update-readme rewrites only the text between a section's markers.
 Standard library only."""
@@ -68,6 +68,13 @@ def synthetic_run(corename):
             "name": name, "run_name": name, "run_type": "iteration", "repetitions": 1,
             "family_index": len(RATES) + 1, "real_time": 2.5, "time_unit": "ms",
             "flops": gflops * 1e9})
+    # Conversions: attnkern beside a memcpy of the same bytes.
+    for impl, gbps in (("attnkern", 12.0), ("memcpy", 16.0)):
+        name = f"convert/{impl}/f32_to_bf16_64MiB/threads:1/real_time"
+        benchmarks.append({
+            "name": name, "run_name": name, "run_type": "iteration", "repetitions": 1,
+            "family_index": len(RATES) + 2, "real_time": 8.0, "time_unit": "ms",
+            "bytes": gbps * 1e9})
     return {"context": {"openblas_corename": corename, "attnkern_isa": "avx512",
                         "cpu_model": "Test CPU 9000", "num_cpus": 2, "date": "2030-01-02",
                         "run_command": "bench/run.sh"},
@@ -191,6 +198,17 @@ class EncoderTable(unittest.TestCase):
         geo = rows[3]
         self.assertTrue(geo[0].startswith("**geomean 1 thr**"))
         self.assertEqual(geo[head.index("attnkern/unfused")], "1.60")
+
+
+class ConvertTable(unittest.TestCase):
+    def test_pairs_attnkern_with_memcpy(self):
+        rows = table_after(render("SkylakeX"), "### Conversions and cache stores")
+        head = rows[0]
+        row = rows[2]
+        self.assertEqual(row[0], "convert/f32_to_bf16_64MiB")
+        self.assertEqual(row[head.index("attnkern GB/s")], "12.0")
+        self.assertEqual(row[head.index("memcpy GB/s")], "16.0")
+        self.assertEqual(row[head.index("attnkern/memcpy")], "0.75")
 
 
 class OpenBlasWarning(unittest.TestCase):

@@ -1,0 +1,99 @@
+// The kernels behind ak_convert and ak_kv_cache_store: rows narrowed
+// (narrow.hpp) or widened (widen.hpp) with this instruction set's vectors.
+// Every element's result depends on that element alone, so how the work is
+// split over threads never changes a bit.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "../kernel_table.hpp"
+#include "../threading.hpp"
+#include "half.hpp"
+#include "narrow.hpp"
+#include "widen.hpp"
+
+namespace attnkern {
+namespace AK_ISA_NS {
+
+// Elements per thread below which a conversion stays on one thread: a
+// 64 KiB-256 KiB share, where starting the team costs about as much as the
+// share's conversion.
+constexpr std::int64_t kConvertMinPerThread = std::int64_t{1} << 16;
+// f16 <-> bf16 goes through fp32 in blocks of this many elements (a stack
+// buffer that stays in L1).
+constexpr std::int64_t kConvertBlock = 512;
+
+// One contiguous stretch of a conversion, dst and src already offset.
+template <class V>
+void convert_range(DType dt, void *dst, DType st, const void *src, std::int64_t n) {
+  if (dt == st) {
+    // A copy of the bits; dst == src (in place) has nothing to do.
+    if (dst != src) std::memmove(dst, src, static_cast<std::size_t>(n) * dtype_size(dt));
+    return;
+  }
+  if (st == DType::f32) {
+    narrow_row<V>(dt, static_cast<const float *>(src), static_cast<std::uint16_t *>(dst), n);
+    return;
+  }
+  if (dt == DType::f32) {
+    widen_row<V>(st, src, static_cast<float *>(dst), n);
+    return;
+  }
+  // f16 <-> bf16: exact widening, then the one rounding. Block by block, so
+  // dst == src works: a block is read whole before it is written.
+  alignas(64) float buf[kConvertBlock];
+  const auto *s = static_cast<const std::uint16_t *>(src);
+  auto *d = static_cast<std::uint16_t *>(dst);
+  for (std::int64_t i = 0; i < n; i += kConvertBlock) {
+    const std::int64_t len = std::min(kConvertBlock, n - i);
+    widen_row<V>(st, s + i, buf, len);
+    narrow_row<V>(dt, buf, d + i, len);
+  }
+}
+
+template <class V>
+void convert(DType dt, void *dst, DType st, const void *src, std::int64_t n, int threads) {
+  threads =
+      threads_for_work(threads, static_cast<double>(n), static_cast<double>(kConvertMinPerThread));
+  if (threads <= 1) {
+    convert_range<V>(dt, dst, st, src, n);
+    return;
+  }
+  // One contiguous share per thread, split at multiples of 64 elements (whole
+  // cache lines of the 16-bit side, whole vectors everywhere).
+  const std::int64_t blocks = (n + 63) / 64;
+  const std::int64_t ds = dtype_size(dt), ss = dtype_size(st);
+  parallel_for_static(threads, threads, [&](std::int64_t t) {
+    const std::int64_t lo = std::min(n, blocks * t / threads * 64);
+    const std::int64_t hi = std::min(n, blocks * (t + 1) / threads * 64);
+    if (hi <= lo) return;
+    convert_range<V>(dt, static_cast<char *>(dst) + lo * ds, st,
+                     static_cast<const char *>(src) + lo * ss, hi - lo);
+  });
+}
+
+// The rows of token t: every head's head_dim values, each to its slot.
+template <class V> void kv_store_token(const KvStoreArgs &a, std::int64_t t) {
+  const std::int64_t slot = a.slots[t];
+  if (slot < 0) return;
+  const std::int64_t page = slot / a.page_size, offset = slot % a.page_size;
+  const std::int64_t esize = dtype_size(a.dst_type);
+  const std::int64_t base = page * a.page_strides[0] + offset * a.page_strides[2];
+  const float *src = a.src + t * a.src_strides[0];
+  for (std::int64_t h = 0; h < a.num_kv_heads; ++h) {
+    void *dst = static_cast<char *>(a.pool) + (base + h * a.page_strides[1]) * esize;
+    convert_range<V>(a.dst_type, dst, DType::f32, src + h * a.src_strides[1], a.head_dim);
+  }
+}
+
+template <class V> void kv_cache_store(const KvStoreArgs &a, int threads) {
+  const double work = static_cast<double>(a.n_tokens) * static_cast<double>(a.num_kv_heads) *
+                      static_cast<double>(a.head_dim);
+  threads = threads_for_work(threads, work, static_cast<double>(kConvertMinPerThread));
+  parallel_for_static(threads, a.n_tokens, [&](std::int64_t t) { kv_store_token<V>(a, t); });
+}
+
+} // namespace AK_ISA_NS
+} // namespace attnkern
