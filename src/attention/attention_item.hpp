@@ -63,8 +63,9 @@ public:
     // about even, and keeps them. A function of the shape alone
     // (AttentionPlan::direct).
     direct_ = p_.direct;
-    dbk_ = a_.staged() ? Plan::kStagedBk : in_order_nv(rows_) ? Plan::kInOrderBk : Plan::kDirectBk;
+    dbk_ = in_order_nv(rows_) ? Plan::kInOrderBk : Plan::kDirectBk;
     sld_ = direct_ ? dbk_ : p_.bk_pad;
+    sbase_ = scores_;
     pack_q();
     const float ninf = -std::numeric_limits<float>::infinity();
     for (std::int64_t r = 0; r < p_.rows_pad; ++r) st_.m[r] = ninf, st_.l[r] = 0.0f;
@@ -207,23 +208,24 @@ private:
   }
 
   // The block's K rows [j0, j1) as fp32 rows kblk_ (stride ks_), in place
-  // or staged (kv_staging.hpp); likewise V (vblk_, vs_).
-  void locate_k(std::int64_t j0, std::int64_t j1) {
+  // or staged (kv_staging.hpp; `first_run`: the first of a pass); likewise
+  // V (vblk_, vs_).
+  void locate_k(std::int64_t j0, std::int64_t j1, bool first_run = true) {
     if (!a_.staged()) {
       kblk_ = a_.k + b_ * a_.k_strides[0] + kvh_ * a_.k_strides[1] + j0 * a_.k_strides[2];
       ks_ = a_.k_strides[2];
       return;
     }
-    stage_rows<V>(a_.k_src, b_, kvh_, j0, j1, u_lo_, u_hi_, a_.dk, kst_, a_.dk);
+    stage_rows<V>(a_.k_src, b_, kvh_, j0, j1, u_lo_, u_hi_, a_.dk, kst_, a_.dk, first_run);
     kblk_ = kst_, ks_ = a_.dk;
   }
-  void locate_v(std::int64_t j0, std::int64_t j1) {
+  void locate_v(std::int64_t j0, std::int64_t j1, bool first_run = true) {
     if (!a_.staged()) {
       vblk_ = a_.v + b_ * a_.v_strides[0] + kvh_ * a_.v_strides[1] + j0 * a_.v_strides[2];
       vs_ = a_.v_strides[2];
       return;
     }
-    stage_rows<V>(a_.v_src, b_, kvh_, j0, j1, u_lo_, u_hi_, a_.dv, vst_, a_.dv);
+    stage_rows<V>(a_.v_src, b_, kvh_, j0, j1, u_lo_, u_hi_, a_.dv, vst_, a_.dv, first_run);
     vblk_ = vst_, vs_ = a_.dv;
   }
 
@@ -237,6 +239,9 @@ private:
   // The direct path (direct_path.hpp).
   static constexpr std::int64_t kKeysAhead = 16; // K rows requested ahead of the K pass
   static constexpr std::int64_t kPvKeys = 16;    // keys per run of the P V pass
+  static constexpr std::int64_t kStagedRun = Plan::kStagedRun; // staged keys per run
+  static_assert(kStagedRun % kPvKeys == 0 && kStagedRun % 4 == 0,
+                "staged runs split the P V runs and the K tiles as the whole block does");
   void key_block_direct(std::int64_t j0, std::int64_t j1);
   template <int M, int Max = kDirectOneCall, class F>
   static void rows_dispatch(std::int64_t rows, F &&f);
@@ -263,6 +268,7 @@ private:
   float *kst_, *vst_; // staged K and V rows (a_.staged())
   const float *kblk_ = nullptr, *vblk_ = nullptr;
   std::int64_t ks_ = 0, vs_ = 0;
+  float *sbase_ = nullptr; // the direct kernels' score column 0 (scores_ + the run's offset)
   RowState st_;
   std::int64_t lo_[Plan::kMaxRows], hi_[Plan::kMaxRows];
   // Per MR-row tile, for the block in progress (mark_active_tiles).

@@ -38,14 +38,14 @@ template <class Cfg> struct AttentionPlan {
   // fewer the restarts. (Groups of 4, which take the requests ahead, keep
   // kDirectBk.)
   static constexpr std::int64_t kInOrderBk = kKvChunk;
-  // Keys per block of direct items over staged K/V (AttentionArgs::staged):
-  // the widened K and V rows of a block stay in L1 (64 KiB at d = 128).
-  static constexpr std::int64_t kStagedBk = 64;
+  // Direct items over staged K/V (AttentionArgs::staged) widen their
+  // blocks' rows kStagedRun keys at a time, into rows that stay in L1 (8
+  // KiB at d = 128): staging a whole block would write each line back out
+  // of L1, and those writes hold the miss buffers the stream from memory
+  // needs. A run is one of the P V pass's, so the sums keep their order
+  // and the results are the in-place path's bits on the widened values.
+  static constexpr std::int64_t kStagedRun = 16;
   static_assert(kDirectRows <= kBk, "direct items save their accumulator in the V block");
-  static_assert(kStagedBk <= kBk && kStagedBk % 16 == 0, "staged blocks fit the staging rows");
-  static_assert(kDirectBk % 16 == 0 && kInOrderBk % 16 == 0,
-                "a score row has room for whole vectors (softmax_update)");
-  static_assert(2 * kInOrderBk <= kDirectRows * kDirectBk, "in-order rows fit the score rows");
   static_assert(kRows <= kMaxRows, "row arrays are sized for kMaxRows");
 
   std::int64_t group, bq, heads_per_item, n_hc, n_qb, n_chunks, chunk;

@@ -24,19 +24,27 @@ namespace AK_ISA_NS {
 template <class V, class Cfg>
 inline void AttentionItem<V, Cfg>::key_block_direct(std::int64_t j0, std::int64_t j1) {
   const std::int64_t bk = j1 - j0;
-  // Staged K and V (kv_staging.hpp) are widened here, both before the
-  // arithmetic, and then lie in L1: the requests below are for rows in
-  // place only.
-  locate_k(j0, j1);
-  locate_v(j0, j1);
-  const float *kb = kblk_, *vb = vblk_;
+  // Staged K and V (kv_staging.hpp) are widened a run of kStagedRun keys
+  // at a time, just before the kernels read the run: each pass below goes
+  // over the block run by run. In place, a run is the whole block.
+  const bool staged = a_.staged();
+  const std::int64_t run = staged ? kStagedRun : bk;
+  if (!staged) locate_k(j0, j1), locate_v(j0, j1);
   for (std::int64_t r = 0; r < rows_; ++r)
     for (std::int64_t j = 0; j < bk; ++j) scores_[r * sld_ + j] = 0.0f;
-  const bool first = j0 == u_lo_;
-  if (rows_ <= kDirectOneCall)
-    rows_dispatch<1>(rows_, [&](auto m) { direct_scores<decltype(m)::value>(bk, kb, vb, first); });
-  else
-    direct_scores_grouped(bk, kb, vb, first);
+  for (std::int64_t s = 0; s < bk; s += run) {
+    const std::int64_t n = min64(run, bk - s);
+    if (staged) locate_k(j0 + s, j0 + s + n, s == 0);
+    sbase_ = scores_ + s;
+    const bool first = j0 == u_lo_ && s == 0;
+    const float *vb = staged ? kblk_ : vblk_; // (staged: no requests for V here)
+    if (rows_ <= kDirectOneCall)
+      rows_dispatch<1>(rows_,
+                       [&](auto m) { direct_scores<decltype(m)::value>(n, kblk_, vb, first); });
+    else
+      direct_scores_grouped(n, kblk_, vb, first);
+  }
+  sbase_ = scores_;
   for (std::int64_t r = 0; r < rows_; ++r) softmax_update(r, j0, bk);
   // Inf/NaN in V shows as Inf/NaN in the accumulator (a zero weight times
   // Inf is NaN): only then is the block redone from a copy of the
@@ -47,17 +55,28 @@ inline void AttentionItem<V, Cfg>::key_block_direct(std::int64_t j0, std::int64_
   const std::int64_t acc_floats = rows_ * p_.dv_pad;
   for (std::int64_t x = 0; x < acc_floats; ++x) saved[x] = st_.acc[x];
   // The next block's K rows, or after the last block the next item's
-  // (staged: none, the staging loop requests its rows).
-  const float *kn = kb + bk * ks_;
-  std::int64_t next = a_.staged() ? 0 : min64(u_hi_ - j1, dbk_);
+  // (staged: none, the staging requests its rows ahead).
+  const float *kn = staged ? nullptr : kblk_ + bk * ks_;
+  std::int64_t next = staged ? 0 : min64(u_hi_ - j1, dbk_);
   if (next == 0 && next_item_k_) kn = next_item_k_, next = min64(next_item_keys_, dbk_);
-  if (rows_ <= kDirectOneCall)
-    rows_dispatch<1>(rows_, [&](auto m) { direct_pv<decltype(m)::value>(bk, vb, kn, next); });
-  else
-    direct_pv_grouped(bk, vb, kn, next);
+  const auto pv_runs = [&](auto &&pass) {
+    for (std::int64_t s = 0; s < bk; s += run) {
+      const std::int64_t n = min64(run, bk - s);
+      if (staged) locate_v(j0 + s, j0 + s + n, s == 0);
+      sbase_ = scores_ + s;
+      pass(n);
+    }
+    sbase_ = scores_;
+  };
+  pv_runs([&](std::int64_t n) {
+    if (rows_ <= kDirectOneCall)
+      rows_dispatch<1>(rows_, [&](auto m) { direct_pv<decltype(m)::value>(n, vblk_, kn, next); });
+    else
+      direct_pv_grouped(n, vblk_, kn, next);
+  });
   if (has_non_finite<V>(st_.acc, acc_floats)) {
     for (std::int64_t x = 0; x < acc_floats; ++x) st_.acc[x] = saved[x];
-    exact_pv(bk);
+    pv_runs([&](std::int64_t n) { exact_pv(n); });
   }
 }
 
@@ -111,9 +130,9 @@ inline void AttentionItem<V, Cfg>::direct_scores(std::int64_t bk, const float *k
   if (in_order_vectors<M>()) {
     std::int64_t j = 0;
     for (; j + J <= bk; j += J)
-      skinny_k_tile<V, M, J, true>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, scores_ + j, sld_);
+      skinny_k_tile<V, M, J, true>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, sbase_ + j, sld_);
     for (; j < bk; ++j)
-      skinny_k_tile<V, M, 1>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, scores_ + j, sld_);
+      skinny_k_tile<V, M, 1>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, sbase_ + j, sld_);
     return;
   }
   const bool ahead = !a_.staged(); // staged rows lie in L1
@@ -125,11 +144,11 @@ inline void AttentionItem<V, Cfg>::direct_scores(std::int64_t bk, const float *k
       prefetch_rows(vb, vs, a_.dv, j, J, bk);
     }
     skinny_k_tile<V, M, J, false, kQInRegisters>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks,
-                                                 scores_ + j, sld_);
+                                                 sbase_ + j, sld_);
   }
   for (; j < bk; ++j) {
     if (ahead) prefetch_rows(vb, vs, a_.dv, j, 1, bk);
-    skinny_k_tile<V, M, 1>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, scores_ + j, sld_);
+    skinny_k_tile<V, M, 1>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, sbase_ + j, sld_);
   }
 }
 
@@ -150,7 +169,7 @@ inline void AttentionItem<V, Cfg>::direct_scores_grouped(std::int64_t bk, const 
     for (std::int64_t r0 = 0; r0 < rows_; r0 += G)
       rows_dispatch<1, G>(min64(G, rows_ - r0), [&](auto m) {
         skinny_k_tile<V, decltype(m)::value, decltype(n)::value, false, true>(
-            0, dk, qpack_ + r0 * dk, dk, kb + j * ks, ks, scores_ + r0 * sld_ + j, sld_);
+            0, dk, qpack_ + r0 * dk, dk, kb + j * ks, ks, sbase_ + r0 * sld_ + j, sld_);
       });
   };
   const bool ahead = !a_.staged(); // staged rows lie in L1
@@ -198,7 +217,7 @@ inline void AttentionItem<V, Cfg>::direct_pv_grouped(std::int64_t bk, const floa
     for (std::int64_t r0 = 0; r0 < rows_; r0 += G)
       rows_dispatch<1, G>(min64(G, rows_ - r0), [&](auto m) {
         constexpr int M = decltype(m)::value, NVd = skinny_strip_vectors<V, M>();
-        const float *w = scores_ + r0 * sld_ + j;
+        const float *w = sbase_ + r0 * sld_ + j;
         float *acc = st_.acc + r0 * p_.dv_pad;
         const bool pf = spread_run && r0 == 0;
         std::int64_t d = 0;
@@ -237,7 +256,7 @@ inline void AttentionItem<V, Cfg>::direct_pv(std::int64_t bk, const float *vb, c
     const std::int64_t je = min64(j + kPvKeys, bk);
     const bool spread_run = spread && je <= next;
     if (!spread_run) prefetch_rows(kn, ks, a_.dk, j, je - j, next);
-    const float *w = scores_ + j, *vr = vb + j * vs;
+    const float *w = sbase_ + j, *vr = vb + j * vs;
     std::int64_t d = 0;
     for (; d + NVd * W <= a_.dv; d += NVd * W)
       skinny_n_tile<V, M, NVd>(0, je - j, w, sld_, vr + d, vs, st_.acc + d, p_.dv_pad,
@@ -262,7 +281,7 @@ inline void AttentionItem<V, Cfg>::direct_pv_in_order(std::int64_t bk, const flo
     const std::int64_t keys = min64(kPvKeys, bk - j);
     const float *vr = vb + j * vs;
     for (int r0 = 0; r0 < M; r0 += G) {
-      const float *w = scores_ + r0 * sld_ + j;
+      const float *w = sbase_ + r0 * sld_ + j;
       float *acc = st_.acc + r0 * p_.dv_pad;
       if (r0 + G <= M)
         skinny_n_tile<V, G, NV>(0, keys, w, sld_, vr, vs, acc, p_.dv_pad);

@@ -11,6 +11,7 @@
 
 #include "../convert/half.hpp"
 #include "../convert/widen.hpp"
+#include "../gemm/gemm_common.hpp"
 #include "../kernel_table.hpp"
 
 namespace attnkern {
@@ -18,27 +19,28 @@ namespace AK_ISA_NS {
 
 // Rows [j0, j1) of (entry b, kv head h) as dim fp32 values each into dst
 // (row stride ld). Rows outside [lo, hi), the keys no row of the item sees,
-// are zeros: their pages may not exist. Rows up to `ahead` past each one
-// (below hi) are requested meanwhile, so that a page's first rows do not
-// wait on memory where the hardware prefetcher has not yet caught on.
+// are zeros: their pages may not exist. Meanwhile the rows kAhead past
+// these are requested (and, for the first run of a pass, these rows too),
+// so that a page's first rows do not wait on memory where the hardware
+// prefetcher has not yet caught on. A pass staged run by run thus requests
+// each row once, kAhead rows before it is widened.
 template <class V>
 inline void stage_rows(const KvLayout &t, std::int64_t b, std::int64_t h, std::int64_t j0,
                        std::int64_t j1, std::int64_t lo, std::int64_t hi, std::int64_t dim,
-                       float *dst, std::int64_t ld) {
-  constexpr std::int64_t kAhead = 8;
-  const DType type = static_cast<DType>(t.type);
+                       float *dst, std::int64_t ld, bool first_run) {
+  constexpr std::int64_t kAhead = 32;
   const std::int64_t row_bytes = dim * t.elem_bytes();
-  std::int64_t requested = lo > j0 ? lo : j0;
+  const std::int64_t req_hi = min64(j1 + kAhead, hi);
+  for (std::int64_t j = max64(first_run ? j0 : j0 + kAhead, lo); j < req_hi; ++j) {
+    const unsigned char *p = t.row(b, h, j);
+    for (std::int64_t x = 0; x < row_bytes; x += 64) __builtin_prefetch(p + x, 0, 1);
+  }
+  const DType type = static_cast<DType>(t.type);
   for (std::int64_t j = j0; j < j1; ++j) {
     float *row = dst + (j - j0) * ld;
     if (j < lo || j >= hi) {
       for (std::int64_t d = 0; d < dim; ++d) row[d] = 0.0f;
       continue;
-    }
-    for (const std::int64_t until = j + kAhead < hi ? j + kAhead : hi; requested < until;
-         ++requested) {
-      const unsigned char *p = t.row(b, h, requested);
-      for (std::int64_t x = 0; x < row_bytes; x += 64) __builtin_prefetch(p + x, 0, 1);
     }
     widen_row<V>(type, t.row(b, h, j), row, dim);
   }

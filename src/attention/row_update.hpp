@@ -106,7 +106,7 @@ inline void AttentionItem<V, Cfg>::softmax_update(std::int64_t r, std::int64_t j
 template <class V, class Cfg> inline void AttentionItem<V, Cfg>::exact_pv(std::int64_t bk) {
   for (std::int64_t r = 0; r < rows_; ++r) {
     if (!direct_ && !tile_active(r / MR)) continue; // scores never formed
-    const float *w = scores_ + r * sld_;
+    const float *w = sbase_ + r * sld_;
     float *acc = st_.acc + r * p_.dv_pad;
     for (std::int64_t j = 0; j < bk; ++j) {
       if (w[j] == 0.0f) continue;
