@@ -40,6 +40,7 @@
 #include "merge_chunks.hpp"
 #include "packed_path.hpp"
 #include "row_update.hpp"
+#include "typed_path.hpp"
 
 namespace attnkern {
 namespace AK_ISA_NS {

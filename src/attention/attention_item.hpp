@@ -66,6 +66,7 @@ public:
     dbk_ = in_order_nv(rows_) ? Plan::kInOrderBk : Plan::kDirectBk;
     sld_ = direct_ ? dbk_ : p_.bk_pad;
     sbase_ = scores_;
+    typed_ = direct_ && a_.staged() && widens_in_registers<V>() && rows_ <= kDirectOneCall;
     pack_q();
     const float ninf = -std::numeric_limits<float>::infinity();
     for (std::int64_t r = 0; r < p_.rows_pad; ++r) st_.m[r] = ninf, st_.l[r] = 0.0f;
@@ -256,6 +257,12 @@ private:
   void direct_pv(std::int64_t bk, const float *vb, const float *kn, std::int64_t next);
   template <int M, int NV> void direct_pv_in_order(std::int64_t bk, const float *vb);
 
+  // The typed path (typed_path.hpp).
+  void key_block_typed(std::int64_t j0, std::int64_t j1);
+  template <int M, class T> void typed_scores(std::int64_t n, const T *kb, std::int64_t ks);
+  template <int M, int NV, class T> void typed_pv(std::int64_t n, const T *vb, std::int64_t vs);
+  template <int M, class T> void typed_pv_strips(std::int64_t n, const T *vb, std::int64_t vs);
+
   // Each row's online-softmax step and its end (row_update.hpp).
   void softmax_update(std::int64_t r, std::int64_t j0, std::int64_t bk);
   void exact_pv(std::int64_t bk); // V's block located (locate_v)
@@ -276,6 +283,7 @@ private:
   std::int64_t b_ = 0, kvh_ = 0, h0_ = 0, nh_ = 0, i0_ = 0, nq_ = 0, rows_ = 0, n_ = 0;
   std::int64_t chunk_ = 0, c0_ = 0, c1_ = 0, u_lo_ = 0, u_hi_ = 0;
   bool direct_ = false;
+  bool typed_ = false;                 // direct items on the typed path (typed_path.hpp)
   const float *next_item_k_ = nullptr; // see run()
   std::int64_t next_item_keys_ = 0;
   const float *next_q_ = nullptr, *next_k_ = nullptr, *next_v_ = nullptr; // plan_next_item

@@ -23,6 +23,7 @@ namespace AK_ISA_NS {
 // kInOrderBk).
 template <class V, class Cfg>
 inline void AttentionItem<V, Cfg>::key_block_direct(std::int64_t j0, std::int64_t j1) {
+  if (typed_) return key_block_typed(j0, j1);
   const std::int64_t bk = j1 - j0;
   // Staged K and V (kv_staging.hpp) are widened a run of kStagedRun keys
   // at a time, just before the kernels read the run: each pass below goes

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "../simd.hpp"
 #include "half.hpp"
@@ -75,6 +76,55 @@ template <class V> inline void widen_row(DType t, const void *src, float *dst, s
   }
 #endif
   for (; i < n; ++i) dst[i] = half_to_float(t, s[i]);
+}
+
+// Element types of K/V rows the direct attention kernels read in place:
+// float, or a 16-bit storage type, each widened as it is loaded (load_as).
+struct Bf16 {
+  std::uint16_t bits;
+};
+struct F16 {
+  std::uint16_t bits;
+};
+inline float elem_float(float x) { return x; }
+inline float elem_float(Bf16 x) { return bf16_to_float(x.bits); }
+inline float elem_float(F16 x) { return f16_to_float(x.bits); }
+
+// Whether this instruction set widens a vector of 16-bit values in
+// registers (load_as below); elsewhere half-precision rows are staged.
+template <class V> constexpr bool widens_in_registers() {
+#if defined(AK_ISA_HAS_XSIMD) && defined(__AVX2__) && defined(__F16C__)
+  return V::width >= 8;
+#else
+  return false;
+#endif
+}
+
+// V::width elements at p as fp32 (exactly).
+template <class V> AK_ALWAYS_INLINE typename V::reg load_as(const float *p) { return V::loadu(p); }
+template <class V, class T> AK_ALWAYS_INLINE typename V::reg load_as(const T *p) {
+  static_assert(sizeof(T) == 2, "a 16-bit storage type");
+#if defined(AK_ISA_HAS_XSIMD) && defined(__AVX512F__)
+  if constexpr (V::width == 16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+    if constexpr (std::is_same_v<T, Bf16>)
+      return typename V::reg(_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+    else
+      return typename V::reg(_mm512_cvtph_ps(h));
+  }
+#endif
+#if defined(AK_ISA_HAS_XSIMD) && defined(__AVX2__) && defined(__F16C__)
+  if constexpr (V::width == 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
+    if constexpr (std::is_same_v<T, Bf16>)
+      return typename V::reg(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+    else
+      return typename V::reg(_mm256_cvtph_ps(h));
+  }
+#endif
+  alignas(64) float f[V::width];
+  for (int i = 0; i < V::width; ++i) f[i] = elem_float(p[i]);
+  return V::loadu(f);
 }
 
 } // namespace AK_ISA_NS

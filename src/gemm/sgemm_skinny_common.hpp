@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "../convert/widen.hpp"
 #include "../simd.hpp"
 #include "gemm_common.hpp"
 

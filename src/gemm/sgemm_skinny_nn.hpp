@@ -38,9 +38,10 @@ template <class V, class Cfg, int M> constexpr std::int64_t skinny_n_block() {
 // pf, when given, is rows wanted later (stride ldpf): each k step requests
 // the lines of row p - p0 that span the strip's NV * W floats (prefetcht2),
 // among its FMAs.
-template <class V, int M, int NV>
+// TB: B's element type (widen.hpp; attention's half-precision values).
+template <class V, int M, int NV, class TB = float>
 inline void skinny_n_tile(std::int64_t p0, std::int64_t p1, const float *a, std::int64_t lda,
-                          const float *b, std::int64_t ldb, float *acc_mem, std::int64_t ldacc,
+                          const TB *b, std::int64_t ldb, float *acc_mem, std::int64_t ldacc,
                           const float *pf = nullptr, std::int64_t ldpf = 0) {
   using reg = typename V::reg;
   constexpr int W = V::width;
@@ -50,13 +51,13 @@ inline void skinny_n_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) acc[i][v] = V::loadu(acc_mem + i * ldacc + v * W);
   for (std::int64_t p = p0; p < p1; ++p) {
-    const float *bp = b + p * ldb;
+    const TB *bp = b + p * ldb;
     if (pf)
 #pragma GCC unroll 8
       for (int x = 0; x < NV * W; x += 16) __builtin_prefetch(pf + (p - p0) * ldpf + x, 0, 1);
     reg bv[NV];
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) bv[v] = V::loadu(bp + v * W);
+    for (int v = 0; v < NV; ++v) bv[v] = load_as<V>(bp + v * W);
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i) {
       const reg av = V::set1(a[i * lda + p]);

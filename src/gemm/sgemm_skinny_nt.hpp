@@ -24,9 +24,10 @@ namespace AK_ISA_NS {
 // FMAs share, for callers bound by the arithmetic rather than by B's stream
 // (attention's grouped rows, the wide NT tiles: skinny_k_wide); by default
 // each FMA loads its own (below).
-template <class V, int M, int J, bool RowByRow = false, bool AInRegisters = false>
+// TB: B's element type (widen.hpp; attention's half-precision keys).
+template <class V, int M, int J, bool RowByRow = false, bool AInRegisters = false, class TB = float>
 inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std::int64_t lda,
-                          const float *b, std::int64_t ldb, float *sum, std::int64_t lds,
+                          const TB *b, std::int64_t ldb, float *sum, std::int64_t lds,
                           const float *b_next = nullptr) {
   using reg = typename V::reg;
   constexpr int W = V::width;
@@ -41,7 +42,7 @@ inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
 #pragma GCC unroll 8
     for (int j = 0; j < J; ++j)
       for (std::int64_t p = p0; p < p_vec; p += W) {
-        const reg bv = V::loadu(b + j * ldb + p);
+        const reg bv = load_as<V>(b + j * ldb + p);
 #pragma GCC unroll 8
         for (int i = 0; i < M; ++i) acc[i][j] = V::fmadd(V::loadu(a + i * lda + p), bv, acc[i][j]);
       }
@@ -49,7 +50,7 @@ inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
     for (std::int64_t p = p0; p < p_vec; p += W) {
       reg bv[J];
 #pragma GCC unroll 8
-      for (int j = 0; j < J; ++j) bv[j] = V::loadu(b + j * ldb + p);
+      for (int j = 0; j < J; ++j) bv[j] = load_as<V>(b + j * ldb + p);
       if (b_next && (p & 15) == 0) // a line of each next row per line consumed (prefetcht2)
 #pragma GCC unroll 8
         for (int j = 0; j < J; ++j) __builtin_prefetch(b_next + j * ldb + p, 0, 1);
@@ -84,7 +85,7 @@ inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
     alignas(64) float at[M][W] = {}, bt[J][W] = {};
     for (std::int64_t p = p_vec; p < p1; ++p) {
       for (int i = 0; i < M; ++i) at[i][p - p_vec] = a[i * lda + p];
-      for (int j = 0; j < J; ++j) bt[j][p - p_vec] = b[j * ldb + p];
+      for (int j = 0; j < J; ++j) bt[j][p - p_vec] = elem_float(b[j * ldb + p]);
     }
     // Every loop over acc is unrolled in full: one that is not makes GCC
     // keep the whole tile on the stack (a load and a store per FMA).

@@ -1,0 +1,169 @@
+// The typed path of direct items: items of at most kDirectOneCall rows
+// (decode: MHA, GQA groups up to 8) over half-precision or paged K/V, on
+// instruction sets that widen in registers (widens_in_registers). The
+// direct path's kernels read each stored row where it lies and widen it as
+// they load it: half the bytes of fp32 from memory and no staging. Rows are
+// taken run by run, a run being the keys of a block that lie in one page.
+// For 1 or 2 rows (in_order_nv) the kernels, blocks and order of the sums
+// are the fp32 in-order path's, so the results are its bits on the widened
+// values; larger groups sum in the fp32 path's order too, and differ from
+// it only where that path takes its grouped kernels.
+#pragma once
+
+#include <cstdint>
+
+#include "../convert/widen.hpp"
+#include "../gemm/gemm_common.hpp"
+#include "../gemm/sgemm_skinny.hpp"
+#include "attention_item.hpp"
+#include "row_state.hpp"
+
+namespace attnkern {
+namespace AK_ISA_NS {
+
+// f(T{}) for the element type T of storage type `type`.
+template <class F> inline void with_elem_type(int type, F &&f) {
+  if (type == 1)
+    f(F16{});
+  else if (type == 2)
+    f(Bf16{});
+  else
+    f(float{});
+}
+
+template <class V, class Cfg>
+inline void AttentionItem<V, Cfg>::key_block_typed(std::int64_t j0, std::int64_t j1) {
+  const std::int64_t bk = j1 - j0;
+  for (std::int64_t r = 0; r < rows_; ++r)
+    for (std::int64_t j = 0; j < bk; ++j) scores_[r * sld_ + j] = 0.0f;
+  // f(first stored row, its key count) for each run of keys in one page.
+  const auto runs = [&](const KvLayout &t, auto &&f) {
+    for (std::int64_t s = 0; s < bk;) {
+      const std::int64_t j = j0 + s;
+      const std::int64_t n = t.block_table ? min64(bk - s, t.page_size - j % t.page_size) : bk - s;
+      sbase_ = scores_ + s;
+      // The next page's first kPageLines lines are requested as a run
+      // starts: pages lie anywhere, and the hardware prefetcher starts each
+      // one cold; a few requests set it going (more hold the miss buffers).
+      if (t.block_table && j + n < u_hi_) {
+        constexpr std::int64_t kPageLines = 16;
+        const std::int64_t rows = min64(u_hi_ - j - n, t.page_size);
+        const unsigned char *next = t.row(b_, kvh_, j + n);
+        const std::int64_t bytes = min64(kPageLines * 64, rows * t.strides[2] * t.elem_bytes());
+        for (std::int64_t x = 0; x < bytes; x += 64) __builtin_prefetch(next + x, 0, 1);
+      }
+      f(t.row(b_, kvh_, j), n);
+      s += n;
+    }
+    sbase_ = scores_;
+  };
+  with_elem_type(a_.k_src.type, [&](auto tag) {
+    using T = decltype(tag);
+    runs(a_.k_src, [&](const unsigned char *p, std::int64_t n) {
+      const T *kb = reinterpret_cast<const T *>(p);
+      rows_dispatch<1>(
+          rows_, [&](auto m) { typed_scores<decltype(m)::value>(n, kb, a_.k_src.strides[2]); });
+    });
+  });
+  for (std::int64_t r = 0; r < rows_; ++r) softmax_update(r, j0, bk);
+  // Inf/NaN in V, or a sum past FLT_MAX: as in key_block_direct, the block
+  // is redone from a copy of the accumulator, staged, by exact_pv.
+  float *const saved = vpack_;
+  const std::int64_t acc_floats = rows_ * p_.dv_pad;
+  for (std::int64_t x = 0; x < acc_floats; ++x) saved[x] = st_.acc[x];
+  const int nv = in_order_nv(rows_);
+  with_elem_type(a_.v_src.type, [&](auto tag) {
+    using T = decltype(tag);
+    runs(a_.v_src, [&](const unsigned char *p, std::int64_t n) {
+      const T *vb = reinterpret_cast<const T *>(p);
+      const std::int64_t vs = a_.v_src.strides[2];
+      rows_dispatch<1>(rows_, [&](auto m) {
+        constexpr int M = decltype(m)::value;
+        switch (nv) {
+        case 0:
+          return typed_pv_strips<M>(n, vb, vs);
+        case 1:
+          return typed_pv<M, 1>(n, vb, vs);
+        case 2:
+          return typed_pv<M, 2>(n, vb, vs);
+        case 4:
+          return typed_pv<M, 4>(n, vb, vs);
+        default:
+          return typed_pv<M, 8>(n, vb, vs);
+        }
+      });
+    });
+  });
+  if (has_non_finite<V>(st_.acc, acc_floats)) {
+    for (std::int64_t x = 0; x < acc_floats; ++x) st_.acc[x] = saved[x];
+    for (std::int64_t s = 0; s < bk; s += kStagedRun) {
+      const std::int64_t n = min64(kStagedRun, bk - s);
+      locate_v(j0 + s, j0 + s + n);
+      sbase_ = scores_ + s;
+      exact_pv(n);
+    }
+    sbase_ = scores_;
+  }
+}
+
+// direct_scores' kernels (without its requests ahead) on stored rows of
+// type T: in order for 1 or 2 rows, Q in registers from 4.
+template <class V, class Cfg>
+template <int M, class T>
+inline void AttentionItem<V, Cfg>::typed_scores(std::int64_t n, const T *kb, std::int64_t ks) {
+  constexpr int J0 = skinny_acc_budget<V>() / M;
+  constexpr int J = J0 < 1 ? 1 : J0 > 4 ? 4 : J0;
+  constexpr bool kQInRegisters = M >= 4;
+  const bool in_order = in_order_vectors<M>() != 0;
+  std::int64_t j = 0;
+  for (; j + J <= n; j += J) {
+    if (in_order)
+      skinny_k_tile<V, M, J, true>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, sbase_ + j, sld_);
+    else
+      skinny_k_tile<V, M, J, false, kQInRegisters>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks,
+                                                   sbase_ + j, sld_);
+  }
+  for (; j < n; ++j)
+    skinny_k_tile<V, M, 1>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, sbase_ + j, sld_);
+}
+
+// direct_pv's strips (without its requests ahead) on stored rows of type T.
+template <class V, class Cfg>
+template <int M, class T>
+inline void AttentionItem<V, Cfg>::typed_pv_strips(std::int64_t n, const T *vb, std::int64_t vs) {
+  constexpr int NVd = skinny_strip_vectors<V, M>();
+  for (std::int64_t j = 0; j < n; j += kPvKeys) {
+    const std::int64_t je = min64(j + kPvKeys, n);
+    const float *w = sbase_ + j;
+    const T *vr = vb + j * vs;
+    std::int64_t d = 0;
+    for (; d + NVd * W <= a_.dv; d += NVd * W)
+      skinny_n_tile<V, M, NVd>(0, je - j, w, sld_, vr + d, vs, st_.acc + d, p_.dv_pad);
+    for (; d < a_.dv; d += W)
+      skinny_n_tile<V, M, 1>(0, je - j, w, sld_, vr + d, vs, st_.acc + d, p_.dv_pad);
+  }
+}
+
+// direct_pv_in_order's kernels on stored rows of type T.
+template <class V, class Cfg>
+template <int M, int NV, class T>
+inline void AttentionItem<V, Cfg>::typed_pv(std::int64_t n, const T *vb, std::int64_t vs) {
+  constexpr int G0 = skinny_acc_budget<V>() / NV;
+  constexpr int G = G0 < 1 ? 1 : G0 > M ? M : G0;
+  constexpr int kLast = M % G == 0 ? G : M % G;
+  for (std::int64_t j = 0; j < n; j += kPvKeys) {
+    const std::int64_t keys = min64(kPvKeys, n - j);
+    const T *vr = vb + j * vs;
+    for (int r0 = 0; r0 < M; r0 += G) {
+      const float *w = sbase_ + r0 * sld_ + j;
+      float *acc = st_.acc + r0 * p_.dv_pad;
+      if (r0 + G <= M)
+        skinny_n_tile<V, G, NV>(0, keys, w, sld_, vr, vs, acc, p_.dv_pad);
+      else
+        skinny_n_tile<V, kLast, NV>(0, keys, w, sld_, vr, vs, acc, p_.dv_pad);
+    }
+  }
+}
+
+} // namespace AK_ISA_NS
+} // namespace attnkern
