@@ -45,7 +45,7 @@ root="$(dirname "$here")"
 build="${AK_BENCH_BUILD_DIR:-$root/build-bench}"
 reps="${AK_BENCH_REPETITIONS:-3}"
 interleave="${AK_BENCH_INTERLEAVE:-1}"
-# The quick subset: 94 benchmarks on an AVX-512 machine at 1 and 2 threads, 24 s of
+# The quick subset: 106 benchmarks on an AVX-512 machine at 1 and 2 threads, 27 s of
 # per-benchmark minimum time per repetition (their MinTime; --benchmark_min_time does not
 # change it), so about 75 s at 3 repetitions plus checks, inputs and pauses.
 quick_filter='^peak/|^membw/'
@@ -54,6 +54,7 @@ quick_filter+='|^softmax/(attnkern|onednn|scalar)/(1024x1024|4096x4096_cold)/'
 quick_filter+='|^attention/[a-z_]+/d(64|128)_L1024_'
 quick_filter+='|^encoder/[a-z_]+/(b8_h12_d64_L128|b4_h16_d64_L384)/'
 quick_filter+='|^decode/[a-z_]+/(h32_kvh(32|8)_d128_kv8192|h32_kvh8_d128_q4_kv4096)/'
+quick_filter+='|^kvdecode/attnkern_(f32|bf16|bf16_paged16)/h32_kvh(32|8)_d128_kv8192/'
 
 # How this run was started, recorded in the JSON (compare.py's summary prints it).
 command=""

@@ -21,6 +21,9 @@
 namespace attnkern {
 namespace AK_ISA_NS {
 
+// Keys per step of typed_scores (at most).
+static constexpr int kTypedKeys = 4;
+
 // f(T{}) for the element type T of storage type `type`.
 template <class F> inline void with_elem_type(int type, F &&f) {
   if (type == 1)
@@ -107,22 +110,21 @@ inline void AttentionItem<V, Cfg>::key_block_typed(std::int64_t j0, std::int64_t
 }
 
 // direct_scores' kernels (without its requests ahead) on stored rows of
-// type T: in order for 1 or 2 rows, Q in registers from 4.
+// type T, Q in registers from 4 rows. The J keys of a step go side by side
+// (not row by row, as fp32's in-order items take them): each key's sum is a
+// chain of dependent FMAs, and with twice the values per byte the chains,
+// not the stream, would set the pace. Each sum keeps its order, so the bits
+// are the same.
 template <class V, class Cfg>
 template <int M, class T>
 inline void AttentionItem<V, Cfg>::typed_scores(std::int64_t n, const T *kb, std::int64_t ks) {
   constexpr int J0 = skinny_acc_budget<V>() / M;
-  constexpr int J = J0 < 1 ? 1 : J0 > 4 ? 4 : J0;
+  constexpr int J = J0 < 1 ? 1 : J0 > kTypedKeys ? kTypedKeys : J0;
   constexpr bool kQInRegisters = M >= 4;
-  const bool in_order = in_order_vectors<M>() != 0;
   std::int64_t j = 0;
-  for (; j + J <= n; j += J) {
-    if (in_order)
-      skinny_k_tile<V, M, J, true>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, sbase_ + j, sld_);
-    else
-      skinny_k_tile<V, M, J, false, kQInRegisters>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks,
-                                                   sbase_ + j, sld_);
-  }
+  for (; j + J <= n; j += J)
+    skinny_k_tile<V, M, J, false, kQInRegisters>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks,
+                                                 sbase_ + j, sld_);
   for (; j < n; ++j)
     skinny_k_tile<V, M, 1>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, sbase_ + j, sld_);
 }

@@ -128,7 +128,7 @@ class KVCacheStoreTest(unittest.TestCase):
         self.slots = np.array([13, 2, -1, 19, 4, 8], dtype=np.int64)
 
     def expected(self, fill, convert):
-        want = np.full((self.pages, self.hk, self.ps, self.d), fill)
+        want = np.full((self.pages, self.hk, self.ps, self.d), fill, np.float64)  # exact for every type here
         for t, slot in enumerate(self.slots):
             if slot >= 0:
                 want[slot // self.ps, :, slot % self.ps, :] = convert(self.src[t])
