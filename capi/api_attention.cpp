@@ -24,6 +24,7 @@ ak_status attention_api(const ak_attention_desc *desc, const float *q, const voi
   ck.size("batch", d->batch).size("num_heads", d->num_heads).size("num_kv_heads", d->num_kv_heads);
   ck.size("q_len", d->q_len).size("kv_len", d->kv_len);
   ck.size("head_dim", d->head_dim).size("head_dim_v", d->head_dim_v);
+  ck.sum("q_len + kv_len", d->q_len, d->kv_len); // (the kernels' diagonal arithmetic)
   if (!ck.ok()) return ck.result();
   if (d->num_heads > 0 && (d->num_kv_heads == 0 || d->num_heads % d->num_kv_heads != 0))
     ck.fail(AK_ERR_BAD_SHAPE, "num_heads = %lld is not a multiple of num_kv_heads = %lld",
@@ -180,12 +181,25 @@ ak_status mha_api(std::int64_t n_tokens, std::int64_t d_model, std::int64_t num_
 
 extern "C" {
 
-void ak_attention_desc_init(ak_attention_desc *d) {
+void ak_attention_desc_init_sized(ak_attention_desc *d, uint32_t size) {
   if (!d) return;
-  std::memset(d, 0, sizeof *d);
-  d->struct_size = sizeof *d;
+  // Only the caller's bytes: a 0.1 struct is 240 bytes.
+  const std::size_t known = size < sizeof *d ? size : sizeof *d;
+  if (known <
+      AK_ATTENTION_DESC_SIZE_0_1) { // no released descriptor: left for ak_attention to refuse
+    if (known >= sizeof d->struct_size) std::memcpy(&d->struct_size, &size, sizeof size);
+    return;
+  }
+  std::memset(static_cast<void *>(d), 0, known);
+  d->struct_size = size;
   d->window_left = -1;
   d->window_right = -1;
+}
+
+// 0.1's entry point (the header's macro of the same name calls the sized one).
+#undef ak_attention_desc_init
+void ak_attention_desc_init(ak_attention_desc *d) {
+  ak_attention_desc_init_sized(d, AK_ATTENTION_DESC_SIZE_0_1);
 }
 
 ak_status ak_attention(const ak_attention_desc *d, const float *q, const float *k, const float *v,

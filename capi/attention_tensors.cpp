@@ -113,7 +113,7 @@ void check_kv(ArgCheck &ck, const ak_attention_desc &d, bool is_k, std::int64_t 
     extent = check_tensor(ck, t, false);
     std::memcpy(out->strides, t.strides, sizeof t.strides);
   }
-  ck.pointer(name, p, extent);
+  ck.pointer(name, p, extent, type == AK_F32 ? "floats" : "16-bit values");
   out->data = p;
   out->type = type;
   out->block_table = d.block_table;
@@ -158,7 +158,12 @@ void check_kv_storage(ArgCheck &ck, const ak_attention_desc &d, std::int64_t dv,
     ck.size("num_pages", d.num_pages);
     if (ck.ok()) {
       const std::int64_t pages = d.kv_len / d.page_size + (d.kv_len % d.page_size != 0);
-      if (d.block_table_stride < pages)
+      // Rows of the table the kernels index must be addressable.
+      ck.sum("block_table (batch * block_table_stride)",
+             ck.product("block_table (batch * block_table_stride)", d.batch > 0 ? d.batch - 1 : 0,
+                        d.block_table_stride),
+             pages);
+      if (ck.ok() && d.block_table_stride < pages)
         ck.fail(AK_ERR_BAD_STRIDE,
                 "block_table_stride = %lld is smaller than the %lld pages kv_len = %lld needs",
                 static_cast<long long>(d.block_table_stride), static_cast<long long>(pages),

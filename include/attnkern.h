@@ -231,8 +231,17 @@ typedef struct {
 
 /* Zeroes *d, sets struct_size and window_left = window_right = -1. Always
    start from this: a zeroed struct is not the default (a window of 0 means
-   "the diagonal only"). */
+   "the diagonal only"). The macro passes this header's sizeof, so that the
+   library initializes exactly the struct the caller has; the exported
+   function of the same name serves programs built against the 0.1 header
+   (it initializes AK_ATTENTION_DESC_SIZE_0_1 bytes). Bindings call
+   ak_attention_desc_init_sized with the size of their struct. A size the
+   library does not know is stored as given (after zeroing the bytes it
+   knows), so that ak_attention refuses the descriptor rather than ignore
+   fields. */
+AK_API void ak_attention_desc_init_sized(ak_attention_desc *d, uint32_t size);
 AK_API void ak_attention_desc_init(ak_attention_desc *d);
+#define ak_attention_desc_init(d) ak_attention_desc_init_sized((d), (uint32_t)sizeof *(d))
 
 /* out[b,h,i,:] = sum_j w[i,j] v[b,h/(num_heads/num_kv_heads),j,:] with
    w[i,:] = softmax_j(scale * q[b,h,i,:] . k[b,hk,j,:] + bias[b,h,i,j]) over the
@@ -280,9 +289,11 @@ AK_API void ak_attention_desc_init(ak_attention_desc *d);
    Key j of batch entry b is slot j % page_size of page
    block_table[b * block_table_stride + j / page_size]. page_size >= 1,
    block_table_stride >= ceil(kv_len / page_size), and every page id that
-   a key visible to some query needs must lie in [0, num_pages) (other
-   entries, e.g. -1 for pages past kv_lens[b] or left of a sliding window,
-   are never read); else AK_ERR_BAD_ARGUMENT before anything is written.
+   holds a key some query may see by the masks, windows and kv_lens (bias
+   aside: a key hidden only by a -inf bias is still read) must lie in
+   [0, num_pages); other entries, e.g. -1 for pages past kv_lens[b] or
+   left of a sliding window, are never read. Else AK_ERR_BAD_ARGUMENT
+   before anything is written.
    Without a block table, page_size, num_pages and the page strides must
    be 0.
    Strides: q_strides etc. give the [batch, head, seq] strides of a tensor

@@ -17,6 +17,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "test_support.hpp"
@@ -123,6 +124,45 @@ TEST(AttentionDescCompat, StructOf01OnTheHeapEqualsTheFullDescriptor) {
   EXPECT_TRUE(same_bits(call.out, want.out, "out"));
   EXPECT_TRUE(same_bits(call.lse, want.lse, "lse"));
   EXPECT_TRUE(same_bits(call.probs, want.probs, "probs"));
+}
+
+// A 0.1 program calls the exported ak_attention_desc_init (its header had
+// no macro) on its 240 bytes: the library must write no byte past them, and
+// leave a descriptor ak_attention takes.
+TEST(AttentionDescCompat, ExportedInitOf01WritesOnlyItsBytes) {
+  Call call;
+  const Expected want = full_result(call);
+  struct Free {
+    void operator()(ak_attention_desc_0_1 *p) const { ::operator delete(p); }
+  };
+  std::unique_ptr<ak_attention_desc_0_1, Free> d(
+      static_cast<ak_attention_desc_0_1 *>(::operator new(sizeof(ak_attention_desc_0_1))));
+  std::memset(d.get(), 0x5a, sizeof *d);
+  (ak_attention_desc_init)(reinterpret_cast<ak_attention_desc *>(d.get())); // not the macro
+  EXPECT_EQ(d->struct_size, AK_ATTENTION_DESC_SIZE_0_1);
+  EXPECT_EQ(d->window_left, -1);
+  EXPECT_EQ(d->window_right, -1);
+  EXPECT_EQ(d->bias, nullptr);
+  EXPECT_EQ(d->probs, nullptr);
+  call.fill(*d);
+  ASSERT_EQ(call.run(d.get()), AK_OK) << ak_last_error();
+  EXPECT_TRUE(same_bits(call.out, want.out, "out"));
+}
+
+// The header's macro initializes the caller's whole struct; an unknown size
+// is kept, so that ak_attention refuses it.
+TEST(AttentionDescCompat, SizedInitKeepsTheCallersSize) {
+  ak_attention_desc d;
+  std::memset(&d, 0x5a, sizeof d);
+  ak_attention_desc_init(&d);
+  EXPECT_EQ(d.struct_size, sizeof d);
+  EXPECT_EQ(d.k_type, AK_F32);
+  EXPECT_EQ(d.block_table, nullptr);
+  EXPECT_EQ(d.cu_seqlens_k, nullptr);
+  ak_attention_desc_init_sized(&d, sizeof d + 8);
+  EXPECT_EQ(d.struct_size, sizeof d + 8);
+  EXPECT_EQ(ak_attention(&d, nullptr, nullptr, nullptr, nullptr), AK_ERR_BAD_ARGUMENT);
+  EXPECT_NE(std::string(ak_last_error()).find("struct_size"), std::string::npos);
 }
 
 // Fields past struct_size are not the caller's: a 0.1 program's memory

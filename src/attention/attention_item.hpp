@@ -145,6 +145,23 @@ private:
       if (hi > lo) u_lo_ = min64(u_lo_, lo), u_hi_ = max64(u_hi_, hi);
     }
     if (u_hi_ < u_lo_) u_hi_ = u_lo_;
+    // The hull of the keys the entry's queries see (both ends only grow
+    // with the query): staging zeroes the rows outside it, whose pages may
+    // not exist. A function of the shape alone, unlike [u_lo_, u_hi_)
+    // (the rows an item holds follow the thread count), so that a block's
+    // staged rows, and with them which P V kernel it takes, are too.
+    hull_lo_ = hull_hi_ = 0;
+    if (a_.staged()) {
+      const auto sees = [&](std::int64_t i) {
+        const KeyRange kr = visible_keys(a_, n_, i);
+        return kr.hi > kr.lo;
+      };
+      std::int64_t first = 0, last = a_.q_len - 1;
+      while (first <= last && !sees(first)) ++first;
+      while (last >= first && !sees(last)) --last;
+      if (first <= last)
+        hull_lo_ = visible_keys(a_, n_, first).lo, hull_hi_ = visible_keys(a_, n_, last).hi;
+    }
   }
 
   // Q rows, times scale, into MR-tall slivers (zero rows pad the last one).
@@ -217,7 +234,7 @@ private:
       ks_ = a_.k_strides[2];
       return;
     }
-    stage_rows<V>(a_.k_src, b_, kvh_, j0, j1, u_lo_, u_hi_, a_.dk, kst_, a_.dk, first_run);
+    stage_rows<V>(a_.k_src, b_, kvh_, j0, j1, hull_lo_, hull_hi_, a_.dk, kst_, a_.dk, first_run);
     kblk_ = kst_, ks_ = a_.dk;
   }
   void locate_v(std::int64_t j0, std::int64_t j1, bool first_run = true) {
@@ -226,7 +243,7 @@ private:
       vs_ = a_.v_strides[2];
       return;
     }
-    stage_rows<V>(a_.v_src, b_, kvh_, j0, j1, u_lo_, u_hi_, a_.dv, vst_, a_.dv, first_run);
+    stage_rows<V>(a_.v_src, b_, kvh_, j0, j1, hull_lo_, hull_hi_, a_.dv, vst_, a_.dv, first_run);
     vblk_ = vst_, vs_ = a_.dv;
   }
 
@@ -262,6 +279,8 @@ private:
   template <int M, class T> void typed_scores(std::int64_t n, const T *kb, std::int64_t ks);
   template <int M, int NV, class T> void typed_pv(std::int64_t n, const T *vb, std::int64_t vs);
   template <int M, class T> void typed_pv_strips(std::int64_t n, const T *vb, std::int64_t vs);
+  template <int M, class T> void typed_scores_paged(std::int64_t j0, std::int64_t bk);
+  void request_next_page(const KvLayout &t, std::int64_t j) const;
 
   // Each row's online-softmax step and its end (row_update.hpp).
   void softmax_update(std::int64_t r, std::int64_t j0, std::int64_t bk);
@@ -282,6 +301,7 @@ private:
   std::int64_t tile_lo_[Plan::kMaxRows], tile_hi_[Plan::kMaxRows];
   std::int64_t b_ = 0, kvh_ = 0, h0_ = 0, nh_ = 0, i0_ = 0, nq_ = 0, rows_ = 0, n_ = 0;
   std::int64_t chunk_ = 0, c0_ = 0, c1_ = 0, u_lo_ = 0, u_hi_ = 0;
+  std::int64_t hull_lo_ = 0, hull_hi_ = 0; // setup_rows
   bool direct_ = false;
   bool typed_ = false;                 // direct items on the typed path (typed_path.hpp)
   const float *next_item_k_ = nullptr; // see run()

@@ -46,6 +46,9 @@ template <class Cfg> struct AttentionPlan {
   // and the results are the in-place path's bits on the widened values.
   static constexpr std::int64_t kStagedRun = 16;
   static_assert(kDirectRows <= kBk, "direct items save their accumulator in the V block");
+  static_assert(kDirectBk % 16 == 0 && kInOrderBk % 16 == 0,
+                "a score row has room for whole vectors (softmax_update)");
+  static_assert(2 * kInOrderBk <= kDirectRows * kDirectBk, "in-order rows fit the score rows");
   static_assert(kRows <= kMaxRows, "row arrays are sized for kMaxRows");
 
   std::int64_t group, bq, heads_per_item, n_hc, n_qb, n_chunks, chunk;

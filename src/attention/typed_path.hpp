@@ -4,10 +4,9 @@
 // direct path's kernels read each stored row where it lies and widen it as
 // they load it: half the bytes of fp32 from memory and no staging. Rows are
 // taken run by run, a run being the keys of a block that lie in one page.
-// For 1 or 2 rows (in_order_nv) the kernels, blocks and order of the sums
-// are the fp32 in-order path's, so the results are its bits on the widened
-// values; larger groups sum in the fp32 path's order too, and differ from
-// it only where that path takes its grouped kernels.
+// The kernels, blocks and order of the sums are the fp32 direct path's, so
+// the results are its bits on the widened
+// values (also where pages cut the blocks: typed_scores_paged).
 #pragma once
 
 #include <cstdint>
@@ -45,16 +44,7 @@ inline void AttentionItem<V, Cfg>::key_block_typed(std::int64_t j0, std::int64_t
       const std::int64_t j = j0 + s;
       const std::int64_t n = t.block_table ? min64(bk - s, t.page_size - j % t.page_size) : bk - s;
       sbase_ = scores_ + s;
-      // The next page's first kPageLines lines are requested as a run
-      // starts: pages lie anywhere, and the hardware prefetcher starts each
-      // one cold; a few requests set it going (more hold the miss buffers).
-      if (t.block_table && j + n < u_hi_) {
-        constexpr std::int64_t kPageLines = 16;
-        const std::int64_t rows = min64(u_hi_ - j - n, t.page_size);
-        const unsigned char *next = t.row(b_, kvh_, j + n);
-        const std::int64_t bytes = min64(kPageLines * 64, rows * t.strides[2] * t.elem_bytes());
-        for (std::int64_t x = 0; x < bytes; x += 64) __builtin_prefetch(next + x, 0, 1);
-      }
+      if (t.block_table) request_next_page(t, j);
       f(t.row(b_, kvh_, j), n);
       s += n;
     }
@@ -62,10 +52,11 @@ inline void AttentionItem<V, Cfg>::key_block_typed(std::int64_t j0, std::int64_t
   };
   with_elem_type(a_.k_src.type, [&](auto tag) {
     using T = decltype(tag);
-    runs(a_.k_src, [&](const unsigned char *p, std::int64_t n) {
-      const T *kb = reinterpret_cast<const T *>(p);
-      rows_dispatch<1>(
-          rows_, [&](auto m) { typed_scores<decltype(m)::value>(n, kb, a_.k_src.strides[2]); });
+    rows_dispatch<1>(rows_, [&](auto m) {
+      constexpr int M = decltype(m)::value;
+      if (a_.k_src.block_table) return typed_scores_paged<M, T>(j0, bk);
+      typed_scores<M>(bk, reinterpret_cast<const T *>(a_.k_src.row(b_, kvh_, j0)),
+                      a_.k_src.strides[2]);
     });
   });
   for (std::int64_t r = 0; r < rows_; ++r) softmax_update(r, j0, bk);
@@ -127,6 +118,51 @@ inline void AttentionItem<V, Cfg>::typed_scores(std::int64_t n, const T *kb, std
                                                  sbase_ + j, sld_);
   for (; j < n; ++j)
     skinny_k_tile<V, M, 1>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, sbase_ + j, sld_);
+}
+
+// typed_scores over a block of paged keys: the key tiles lie on the grid
+// of the block's first key, as in place, so that a page's end changes no
+// bit; a tile that spans two pages is staged (widened exactly) and taken
+// from there.
+template <class V, class Cfg>
+template <int M, class T>
+inline void AttentionItem<V, Cfg>::typed_scores_paged(std::int64_t j0, std::int64_t bk) {
+  constexpr int J0 = skinny_acc_budget<V>() / M;
+  constexpr int J = J0 < 1 ? 1 : J0 > kTypedKeys ? kTypedKeys : J0;
+  constexpr bool kQInRegisters = M >= 4;
+  const KvLayout &t = a_.k_src;
+  const std::int64_t ps = t.page_size, ks = t.strides[2], dk = a_.dk;
+  std::int64_t j = 0;
+  for (; j + J <= bk; j += J) {
+    const std::int64_t key = j0 + j;
+    if (j == 0 || key % ps < J) request_next_page(t, key);
+    if (key / ps == (key + J - 1) / ps) {
+      skinny_k_tile<V, M, J, false, kQInRegisters>(
+          0, dk, qpack_, dk, reinterpret_cast<const T *>(t.row(b_, kvh_, key)), ks, scores_ + j,
+          sld_);
+    } else {
+      stage_rows<V>(t, b_, kvh_, key, key + J, hull_lo_, hull_hi_, dk, kst_, dk, false);
+      skinny_k_tile<V, M, J, false, kQInRegisters>(0, dk, qpack_, dk, kst_, dk, scores_ + j, sld_);
+    }
+  }
+  for (; j < bk; ++j)
+    skinny_k_tile<V, M, 1>(0, dk, qpack_, dk, reinterpret_cast<const T *>(t.row(b_, kvh_, j0 + j)),
+                           ks, scores_ + j, sld_);
+}
+
+// Requests the first kPageLines lines of the page after key j's (pages lie
+// anywhere, and the hardware prefetcher starts each one cold; a few requests
+// set it going, more would hold the miss buffers), if a row sees its keys.
+template <class V, class Cfg>
+inline void AttentionItem<V, Cfg>::request_next_page(const KvLayout &t, std::int64_t j) const {
+  constexpr std::int64_t kPageLines = 16;
+  const std::int64_t next = (j / t.page_size + 1) * t.page_size;
+  if (next >= u_hi_) return;
+  const std::int64_t rows = min64(u_hi_ - next, t.page_size);
+  const unsigned char *p = t.row(b_, kvh_, next);
+  const std::int64_t bytes =
+      min64(kPageLines * 64, ((rows - 1) * t.strides[2] + 1) * t.elem_bytes());
+  for (std::int64_t x = 0; x < bytes; x += 64) __builtin_prefetch(p + x, 0, 1);
 }
 
 // direct_pv's strips (without its requests ahead) on stored rows of type T.

@@ -55,7 +55,7 @@ func (a *Attention) dimV() int {
 
 func (a *Attention) desc() C.ak_attention_desc {
 	var d C.ak_attention_desc
-	C.ak_attention_desc_init(&d)
+	C.ak_attention_desc_init_sized(&d, C.uint32_t(unsafe.Sizeof(d)))
 	d.batch = C.int64_t(a.Batch)
 	d.num_heads = C.int64_t(a.NumHeads)
 	d.num_kv_heads = C.int64_t(a.kvHeads())
@@ -189,7 +189,7 @@ type Paged struct {
 // the tests, which cannot use cgo themselves.
 func descLayout() (size uintptr, offsets map[string]uintptr, initSize uint32) {
 	var d C.ak_attention_desc
-	C.ak_attention_desc_init(&d)
+	C.ak_attention_desc_init_sized(&d, C.uint32_t(unsafe.Sizeof(d)))
 	return unsafe.Sizeof(d), map[string]uintptr{
 		"struct_size": unsafe.Offsetof(d.struct_size), "batch": unsafe.Offsetof(d.batch),
 		"num_heads": unsafe.Offsetof(d.num_heads), "num_kv_heads": unsafe.Offsetof(d.num_kv_heads),
@@ -219,7 +219,7 @@ func descSize01() uintptr { return uintptr(C.AK_ATTENTION_DESC_SIZE_0_1) }
 
 func descDefaults() []int64 {
 	var d C.ak_attention_desc
-	C.ak_attention_desc_init(&d)
+	C.ak_attention_desc_init_sized(&d, C.uint32_t(unsafe.Sizeof(d)))
 	nonNull := 0
 	for _, p := range []unsafe.Pointer{unsafe.Pointer(d.alibi_slopes), unsafe.Pointer(d.sinks),
 		unsafe.Pointer(d.block_table), unsafe.Pointer(d.cu_seqlens_q), unsafe.Pointer(d.cu_seqlens_k)} {

@@ -126,7 +126,7 @@ PROTOTYPES = {
     "ak_softmax": (_enum, [_i64, _i64, _fp, _i64, _fp, _i64]),
     "ak_log_softmax": (_enum, [_i64, _i64, _fp, _i64, _fp, _i64]),
     "ak_softmax_axis": (_enum, [_i64, _i64, _i64, _fp, _fp]),
-    "ak_attention_desc_init": (None, [ctypes.POINTER(AttentionDesc)]),
+    "ak_attention_desc_init_sized": (None, [ctypes.POINTER(AttentionDesc), ctypes.c_uint32]),
     "ak_attention": (_enum, [ctypes.POINTER(AttentionDesc), _fp, _fp, _fp, _fp]),
     "ak_position_encoding": (_enum, [_i64, _i64, _f32, _fp]),
     "ak_mha_self_attention": (_enum, [_i64, _i64, _i64, _i64, _i64, _fp, _fp,

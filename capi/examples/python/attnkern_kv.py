@@ -130,7 +130,7 @@ class KVMixin:
         addresses: keep the arrays they point into alive (and unmoved) until
         ak_attention returns."""
         d = AttentionDesc()
-        self.lib.ak_attention_desc_init(ctypes.byref(d))
+        self.lib.ak_attention_desc_init_sized(ctypes.byref(d), ctypes.sizeof(d))
         for key, value in fields.items():
             if key not in AttentionDesc._fields_names:
                 raise TypeError(f"ak_attention_desc has no field {key!r}")

@@ -57,7 +57,10 @@ impl Attention {
         const F: &str = "ak_attention";
         let mut d = std::mem::MaybeUninit::<sys::ak_attention_desc>::uninit();
         let mut d = unsafe {
-            sys::ak_attention_desc_init(d.as_mut_ptr());
+            sys::ak_attention_desc_init_sized(
+                d.as_mut_ptr(),
+                std::mem::size_of::<sys::ak_attention_desc>() as u32,
+            );
             d.assume_init()
         };
         d.batch = to_i64(F, "batch", self.batch)?;

@@ -53,7 +53,7 @@ pub enum ak_dtype {
 
 /// `ak_attention_desc`, field for field (the 4 bytes of padding after
 /// `struct_size` come from `repr(C)` exactly as from the C compiler).
-/// Initialise with [`ak_attention_desc_init`], then set fields.
+/// Initialise with [`ak_attention_desc_init_sized`], then set fields.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct ak_attention_desc {
@@ -270,7 +270,8 @@ extern "C" {
         y: *mut f32,
     ) -> ak_status;
 
-    pub fn ak_attention_desc_init(d: *mut ak_attention_desc);
+    /// (The header's ak_attention_desc_init macro: this, with the struct's size.)
+    pub fn ak_attention_desc_init_sized(d: *mut ak_attention_desc, size: u32);
     pub fn ak_attention(
         d: *const ak_attention_desc,
         q: *const f32,
