@@ -133,16 +133,19 @@ inline void AttentionItem<V, Cfg>::typed_scores_paged(std::int64_t j0, std::int6
   const KvLayout &t = a_.k_src;
   const std::int64_t ps = t.page_size, ks = t.strides[2], dk = a_.dk;
   std::int64_t j = 0;
-  for (; j + J <= bk; j += J) {
-    const std::int64_t key = j0 + j;
-    if (j == 0 || key % ps < J) request_next_page(t, key);
-    if (key / ps == (key + J - 1) / ps) {
-      skinny_k_tile<V, M, J, false, kQInRegisters>(
-          0, dk, qpack_, dk, reinterpret_cast<const T *>(t.row(b_, kvh_, key)), ks, scores_ + j,
-          sld_);
-    } else {
+  while (j + J <= bk) {
+    const std::int64_t key = j0 + j, in_page = ps - key % ps;
+    if (in_page >= J) { // the whole tiles left in this page, from one row pointer
+      const std::int64_t tiles = min64(in_page, bk - j) / J;
+      request_next_page(t, key);
+      const T *kb = reinterpret_cast<const T *>(t.row(b_, kvh_, key));
+      for (std::int64_t x = 0; x < tiles; ++x, j += J)
+        skinny_k_tile<V, M, J, (M <= 2), kQInRegisters>(0, dk, qpack_, dk, kb + x * J * ks, ks,
+                                                        scores_ + j, sld_);
+    } else { // a tile across two pages
       stage_rows<V>(t, b_, kvh_, key, key + J, hull_lo_, hull_hi_, dk, kst_, dk, false);
       skinny_k_tile<V, M, J, false, kQInRegisters>(0, dk, qpack_, dk, kst_, dk, scores_ + j, sld_);
+      j += J;
     }
   }
   for (; j < bk; ++j)
@@ -150,15 +153,18 @@ inline void AttentionItem<V, Cfg>::typed_scores_paged(std::int64_t j0, std::int6
                            ks, scores_ + j, sld_);
 }
 
-// Requests the first kPageLines lines of the page after key j's (pages lie
-// anywhere, and the hardware prefetcher starts each one cold; a few requests
-// set it going, more would hold the miss buffers), if a row sees its keys.
+// Requests the first kPageLines lines of the page about kAheadRows keys
+// past key j's page, if a row sees its keys. Pages lie anywhere, and the
+// hardware prefetcher starts each one cold and runs too short a way ahead
+// to cover the switch: a few requests per page, some pages ahead, keep the
+// stream going (more lines per page would hold the core's miss buffers).
 template <class V, class Cfg>
 inline void AttentionItem<V, Cfg>::request_next_page(const KvLayout &t, std::int64_t j) const {
-  constexpr std::int64_t kPageLines = 16;
-  const std::int64_t next = (j / t.page_size + 1) * t.page_size;
+  constexpr std::int64_t kPageLines = 16, kAheadRows = 64;
+  const std::int64_t ps = t.page_size;
+  const std::int64_t next = (j / ps + max64(1, kAheadRows / ps)) * ps;
   if (next >= u_hi_) return;
-  const std::int64_t rows = min64(u_hi_ - next, t.page_size);
+  const std::int64_t rows = min64(u_hi_ - next, ps);
   const unsigned char *p = t.row(b_, kvh_, next);
   const std::int64_t bytes =
       min64(kPageLines * 64, ((rows - 1) * t.strides[2] + 1) * t.elem_bytes());
