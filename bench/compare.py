@@ -1185,8 +1185,12 @@ def render_summary(context, entries, reps, command=None):
     out.append(f"- attnkern/peer per row ({how}), geometric mean over the family's rows, "
                "and the worst row; > 1: attnkern is faster")
     out.append("")
+    kv = compare_kv.summary(entries)  # half-precision and paged caches against fp32
+    if kv:
+        out += kv + [""]
     if not rows:
-        out += ["(no benchmark with a peer in this file)", ""]
+        if not kv:
+            out += ["(no benchmark with a peer in this file)", ""]
         return out
     peers = [p for p in SUMMARY_PEERS if any(p in r[3] for r in rows)]
     head = ["family", "thr", "rows"] + [SUMMARY_PEER_TITLES[p] for p in peers]
