@@ -270,15 +270,14 @@ private:
   void direct_scores_grouped(std::int64_t bk, const float *kb, const float *vb, bool first);
   bool next_k_spread(int nv) const;
   void direct_pv_grouped(std::int64_t bk, const float *vb, const float *kn, std::int64_t next);
-  template <int M>
-  void direct_pv(std::int64_t bk, const float *vb, const float *kn, std::int64_t next);
-  template <int M, int NV> void direct_pv_in_order(std::int64_t bk, const float *vb);
+  template <int M, class T>
+  void direct_pv(std::int64_t bk, const T *vb, std::int64_t vs, const float *kn, std::int64_t next);
+  template <int M, int NV, class T>
+  void direct_pv_in_order(std::int64_t bk, const T *vb, std::int64_t vs);
 
   // The typed path (typed_path.hpp).
   void key_block_typed(std::int64_t j0, std::int64_t j1);
   template <int M, class T> void typed_scores(std::int64_t n, const T *kb, std::int64_t ks);
-  template <int M, int NV, class T> void typed_pv(std::int64_t n, const T *vb, std::int64_t vs);
-  template <int M, class T> void typed_pv_strips(std::int64_t n, const T *vb, std::int64_t vs);
   template <int M, class T> void typed_scores_paged(std::int64_t j0, std::int64_t bk);
   void request_next_page(const KvLayout &t, std::int64_t j) const;
 

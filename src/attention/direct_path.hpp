@@ -71,7 +71,8 @@ inline void AttentionItem<V, Cfg>::key_block_direct(std::int64_t j0, std::int64_
   };
   pv_runs([&](std::int64_t n) {
     if (rows_ <= kDirectOneCall)
-      rows_dispatch<1>(rows_, [&](auto m) { direct_pv<decltype(m)::value>(n, vblk_, kn, next); });
+      rows_dispatch<1>(rows_,
+                       [&](auto m) { direct_pv<decltype(m)::value>(n, vblk_, vs_, kn, next); });
     else
       direct_pv_grouped(n, vblk_, kn, next);
   });
@@ -235,29 +236,30 @@ inline void AttentionItem<V, Cfg>::direct_pv_grouped(std::int64_t bk, const floa
 // within a run, dv in strips of skinny_strip_vectors; the next block's K rows
 // (kn, `next` of them) are requested alongside.
 template <class V, class Cfg>
-template <int M>
-inline void AttentionItem<V, Cfg>::direct_pv(std::int64_t bk, const float *vb, const float *kn,
-                                             std::int64_t next) {
+template <int M, class T>
+inline void AttentionItem<V, Cfg>::direct_pv(std::int64_t bk, const T *vb, std::int64_t vs,
+                                             const float *kn, std::int64_t next) {
   switch (in_order_vectors<M>()) {
   case 1:
-    return direct_pv_in_order<M, 1>(bk, vb);
+    return direct_pv_in_order<M, 1>(bk, vb, vs);
   case 2:
-    return direct_pv_in_order<M, 2>(bk, vb);
+    return direct_pv_in_order<M, 2>(bk, vb, vs);
   case 4:
-    return direct_pv_in_order<M, 4>(bk, vb);
+    return direct_pv_in_order<M, 4>(bk, vb, vs);
   case 8:
-    return direct_pv_in_order<M, 8>(bk, vb);
+    return direct_pv_in_order<M, 8>(bk, vb, vs);
   default:
     break;
   }
   constexpr int NVd = skinny_strip_vectors<V, M>();
-  const std::int64_t vs = vs_, ks = a_.k_strides[2];
+  const std::int64_t ks = a_.k_strides[2];
   const bool spread = next_k_spread(NVd);
   for (std::int64_t j = 0; j < bk; j += kPvKeys) {
     const std::int64_t je = min64(j + kPvKeys, bk);
     const bool spread_run = spread && je <= next;
     if (!spread_run) prefetch_rows(kn, ks, a_.dk, j, je - j, next);
-    const float *w = sbase_ + j, *vr = vb + j * vs;
+    const float *w = sbase_ + j;
+    const T *vr = vb + j * vs;
     std::int64_t d = 0;
     for (; d + NVd * W <= a_.dv; d += NVd * W)
       skinny_n_tile<V, M, NVd>(0, je - j, w, sld_, vr + d, vs, st_.acc + d, p_.dv_pad,
@@ -270,17 +272,18 @@ inline void AttentionItem<V, Cfg>::direct_pv(std::int64_t bk, const float *vb, c
 // direct_pv for V rows of NV vectors, read in address order: each run of
 // kPvKeys keys goes to the rows in groups of G (1 or all), whole V rows at
 // a time (a second group reads the run's rows from L1). Each sum takes the
-// same terms in the same order as in direct_pv's strips.
+// same terms in the same order as in direct_pv's strips. T: the stored
+// element type (the typed path reads half-precision rows through it).
 template <class V, class Cfg>
-template <int M, int NV>
-inline void AttentionItem<V, Cfg>::direct_pv_in_order(std::int64_t bk, const float *vb) {
+template <int M, int NV, class T>
+inline void AttentionItem<V, Cfg>::direct_pv_in_order(std::int64_t bk, const T *vb,
+                                                      std::int64_t vs) {
   constexpr int G0 = skinny_acc_budget<V>() / NV;
   constexpr int G = G0 < 1 ? 1 : G0 > M ? M : G0;
   constexpr int kLast = M % G == 0 ? G : M % G; // rows of the last group
-  const std::int64_t vs = vs_;
   for (std::int64_t j = 0; j < bk; j += kPvKeys) {
     const std::int64_t keys = min64(kPvKeys, bk - j);
-    const float *vr = vb + j * vs;
+    const T *vr = vb + j * vs;
     for (int r0 = 0; r0 < M; r0 += G) {
       const float *w = sbase_ + r0 * sld_ + j;
       float *acc = st_.acc + r0 * p_.dv_pad;

@@ -65,26 +65,13 @@ inline void AttentionItem<V, Cfg>::key_block_typed(std::int64_t j0, std::int64_t
   float *const saved = vpack_;
   const std::int64_t acc_floats = rows_ * p_.dv_pad;
   for (std::int64_t x = 0; x < acc_floats; ++x) saved[x] = st_.acc[x];
-  const int nv = in_order_nv(rows_);
+  // direct_pv's kernels, without its requests for the next K rows.
   with_elem_type(a_.v_src.type, [&](auto tag) {
     using T = decltype(tag);
     runs(a_.v_src, [&](const unsigned char *p, std::int64_t n) {
       const T *vb = reinterpret_cast<const T *>(p);
-      const std::int64_t vs = a_.v_src.strides[2];
       rows_dispatch<1>(rows_, [&](auto m) {
-        constexpr int M = decltype(m)::value;
-        switch (nv) {
-        case 0:
-          return typed_pv_strips<M>(n, vb, vs);
-        case 1:
-          return typed_pv<M, 1>(n, vb, vs);
-        case 2:
-          return typed_pv<M, 2>(n, vb, vs);
-        case 4:
-          return typed_pv<M, 4>(n, vb, vs);
-        default:
-          return typed_pv<M, 8>(n, vb, vs);
-        }
+        direct_pv<decltype(m)::value>(n, vb, a_.v_src.strides[2], nullptr, 0);
       });
     });
   });
@@ -169,44 +156,6 @@ inline void AttentionItem<V, Cfg>::request_next_page(const KvLayout &t, std::int
   const std::int64_t bytes =
       min64(kPageLines * 64, ((rows - 1) * t.strides[2] + 1) * t.elem_bytes());
   for (std::int64_t x = 0; x < bytes; x += 64) __builtin_prefetch(p + x, 0, 1);
-}
-
-// direct_pv's strips (without its requests ahead) on stored rows of type T.
-template <class V, class Cfg>
-template <int M, class T>
-inline void AttentionItem<V, Cfg>::typed_pv_strips(std::int64_t n, const T *vb, std::int64_t vs) {
-  constexpr int NVd = skinny_strip_vectors<V, M>();
-  for (std::int64_t j = 0; j < n; j += kPvKeys) {
-    const std::int64_t je = min64(j + kPvKeys, n);
-    const float *w = sbase_ + j;
-    const T *vr = vb + j * vs;
-    std::int64_t d = 0;
-    for (; d + NVd * W <= a_.dv; d += NVd * W)
-      skinny_n_tile<V, M, NVd>(0, je - j, w, sld_, vr + d, vs, st_.acc + d, p_.dv_pad);
-    for (; d < a_.dv; d += W)
-      skinny_n_tile<V, M, 1>(0, je - j, w, sld_, vr + d, vs, st_.acc + d, p_.dv_pad);
-  }
-}
-
-// direct_pv_in_order's kernels on stored rows of type T.
-template <class V, class Cfg>
-template <int M, int NV, class T>
-inline void AttentionItem<V, Cfg>::typed_pv(std::int64_t n, const T *vb, std::int64_t vs) {
-  constexpr int G0 = skinny_acc_budget<V>() / NV;
-  constexpr int G = G0 < 1 ? 1 : G0 > M ? M : G0;
-  constexpr int kLast = M % G == 0 ? G : M % G;
-  for (std::int64_t j = 0; j < n; j += kPvKeys) {
-    const std::int64_t keys = min64(kPvKeys, n - j);
-    const T *vr = vb + j * vs;
-    for (int r0 = 0; r0 < M; r0 += G) {
-      const float *w = sbase_ + r0 * sld_ + j;
-      float *acc = st_.acc + r0 * p_.dv_pad;
-      if (r0 + G <= M)
-        skinny_n_tile<V, G, NV>(0, keys, w, sld_, vr, vs, acc, p_.dv_pad);
-      else
-        skinny_n_tile<V, kLast, NV>(0, keys, w, sld_, vr, vs, acc, p_.dv_pad);
-    }
-  }
 }
 
 } // namespace AK_ISA_NS
