@@ -46,14 +46,33 @@ ak_status attention_api(const ak_attention_desc *desc, const float *q, const voi
   if (!ck.ok()) return ck.result();
 
   const std::int64_t dv = d->head_dim_v ? d->head_dim_v : d->head_dim;
-  TensorSpec tq{"q", "q_strides", {d->batch, d->num_heads, d->q_len}, d->head_dim, {}};
-  TensorSpec to{"out", "o_strides", {d->batch, d->num_heads, d->q_len}, dv, {}};
+  // Packed variable-length sequences: q and out (cu_seqlens_q), k and v
+  // (cu_seqlens_k) are one [1, heads, total rows] tensor each.
+  const std::int64_t total_q =
+      check_seqlens(ck, "cu_seqlens_q", d->cu_seqlens_q, d->batch, d->q_len, "q_len");
+  const std::int64_t total_k =
+      check_seqlens(ck, "cu_seqlens_k", d->cu_seqlens_k, d->batch, d->kv_len, "kv_len");
+  const bool packed_q = d->cu_seqlens_q != nullptr;
+  if (packed_q) {
+    if (d->q_strides[0] != 0 || d->o_strides[0] != 0)
+      ck.fail(AK_ERR_BAD_STRIDE,
+              "q_strides[0] = %lld, o_strides[0] = %lld with cu_seqlens_q: packed sequences "
+              "share one tensor (both must be 0)",
+              static_cast<long long>(d->q_strides[0]), static_cast<long long>(d->o_strides[0]));
+    if (d->probs)
+      ck.fail(AK_ERR_BAD_ARGUMENT, "probs must be NULL with cu_seqlens_q (lse is supported)");
+  }
+  if (!ck.ok()) return ck.result();
+  const std::int64_t q_batch = packed_q ? 1 : d->batch, q_rows = packed_q ? total_q : d->q_len;
+  TensorSpec tq{"q", "q_strides", {q_batch, d->num_heads, q_rows}, d->head_dim, {}};
+  TensorSpec to{"out", "o_strides", {q_batch, d->num_heads, q_rows}, dv, {}};
   std::memcpy(tq.strides, d->q_strides, sizeof tq.strides);
   std::memcpy(to.strides, d->o_strides, sizeof to.strides);
   const std::int64_t ext_q = check_tensor(ck, tq, false);
   KvLayout k_src{}, v_src{};
-  check_kv_storage(ck, *d, dv, k, v, &k_src, &v_src);
+  check_kv_storage(ck, *d, dv, k, v, total_k, &k_src, &v_src);
   const std::int64_t ext_o = check_tensor(ck, to, true);
+  if (packed_q) tq.strides[0] = to.strides[0] = 0;
   // The optional buffers have no size argument to check against; their
   // sizes must still be representable.
   if (d->bias) {
@@ -81,7 +100,7 @@ ak_status attention_api(const ak_attention_desc *desc, const float *q, const voi
       }
   }
   if (!ck.ok()) return ck.result();
-  if (rows == 0) return AK_OK;
+  if (rows == 0 || (packed_q && total_q == 0)) return AK_OK;
   check_needed_pages(ck, *d);
   if (!ck.ok()) return ck.result();
 
@@ -109,6 +128,9 @@ ak_status attention_api(const ak_attention_desc *desc, const float *q, const voi
   args.bias = d->bias;
   std::memcpy(args.bias_strides, d->bias_strides, sizeof args.bias_strides);
   args.kv_lens = d->kv_lens, args.lse = d->lse, args.probs = d->probs;
+  args.softcap = d->softcap;
+  args.alibi_slopes = d->alibi_slopes, args.sinks = d->sinks;
+  args.cu_q = d->cu_seqlens_q, args.cu_k = d->cu_seqlens_k, args.total_q = total_q;
   if (active_kernels().attention(args, threads_for_call()) != KernelStatus::ok)
     return fail(AK_ERR_OUT_OF_MEMORY, "ak_attention: out of memory for scratch buffers");
   return AK_OK;

@@ -84,7 +84,7 @@ bool all_zero(const std::int64_t s[3]) { return s[0] == 0 && s[1] == 0 && s[2] =
 // The K or V tensor (no block table) or pool (with one): its strides
 // checked and resolved into `out`.
 void check_kv(ArgCheck &ck, const ak_attention_desc &d, bool is_k, std::int64_t dim, const void *p,
-              KvLayout *out) {
+              std::int64_t total_k, KvLayout *out) {
   const char *name = is_k ? "k" : "v";
   const std::int64_t *strides = is_k ? d.k_strides : d.v_strides;
   const std::int64_t *page_strides = is_k ? d.k_page_strides : d.v_page_strides;
@@ -107,11 +107,23 @@ void check_kv(ArgCheck &ck, const ak_attention_desc &d, bool is_k, std::int64_t 
     extent = check_tensor(ck, t, false);
     std::memcpy(out->strides, t.strides, sizeof t.strides);
   } else {
-    TensorSpec t{
-        name, is_k ? "k_strides" : "v_strides", {d.batch, d.num_kv_heads, d.kv_len}, dim, {}};
+    // Packed keys: one [1, kv_heads, total keys] tensor that every entry
+    // indexes from its cu_seqlens_k offset.
+    const bool packed = d.cu_seqlens_k != nullptr;
+    if (packed && strides[0] != 0)
+      ck.fail(AK_ERR_BAD_STRIDE,
+              "%s[0] = %lld with cu_seqlens_k: packed sequences share one tensor (it must be 0)",
+              is_k ? "k_strides" : "v_strides", static_cast<long long>(strides[0]));
+    TensorSpec t{name,
+                 is_k ? "k_strides" : "v_strides",
+                 {packed ? 1 : d.batch, d.num_kv_heads, packed ? total_k : d.kv_len},
+                 dim,
+                 {}};
     std::memcpy(t.strides, strides, sizeof t.strides);
     extent = check_tensor(ck, t, false);
+    if (packed) t.strides[0] = 0;
     std::memcpy(out->strides, t.strides, sizeof t.strides);
+    out->cu_seqlens = d.cu_seqlens_k;
   }
   ck.pointer(name, p, extent, type == AK_F32 ? "floats" : "16-bit values");
   out->data = p;
@@ -124,7 +136,7 @@ void check_kv(ArgCheck &ck, const ak_attention_desc &d, bool is_k, std::int64_t 
 } // namespace
 
 void check_kv_storage(ArgCheck &ck, const ak_attention_desc &d, std::int64_t dv, const void *k,
-                      const void *v, KvLayout *k_src, KvLayout *v_src) {
+                      const void *v, std::int64_t total_k, KvLayout *k_src, KvLayout *v_src) {
   if (d.k_type < AK_F32 || d.k_type > AK_BF16)
     ck.fail(AK_ERR_BAD_ARGUMENT, "k_type = %d is not an ak_dtype value (0, 1 or 2)", d.k_type);
   if (d.v_type < AK_F32 || d.v_type > AK_BF16)
@@ -133,16 +145,13 @@ void check_kv_storage(ArgCheck &ck, const ak_attention_desc &d, std::int64_t dv,
     ck.fail(AK_ERR_BAD_ARGUMENT, "softcap = %g must be finite and >= 0 (0 = off)",
             static_cast<double>(d.softcap));
   if (!ck.ok()) return;
-  const char *unsupported = d.softcap > 0.0f ? "softcap > 0"
-                            : d.alibi_slopes ? "alibi_slopes"
-                            : d.sinks        ? "sinks"
-                            : d.cu_seqlens_q ? "cu_seqlens_q"
-                            : d.cu_seqlens_k ? "cu_seqlens_k"
-                                             : nullptr;
-  if (unsupported) {
-    ck.fail(AK_ERR_UNSUPPORTED, "%s is not supported by this version yet", unsupported);
-    return;
-  }
+  if (d.cu_seqlens_k && d.block_table)
+    ck.fail(AK_ERR_BAD_ARGUMENT, "cu_seqlens_k and block_table are both set: with a block table, "
+                                 "kv_lens gives each entry's keys");
+  if (d.cu_seqlens_k && d.kv_lens)
+    ck.fail(AK_ERR_BAD_ARGUMENT,
+            "cu_seqlens_k and kv_lens are both set: give each entry's keys once");
+  if (!ck.ok()) return;
   if (!d.block_table) {
     const char *set = d.page_size                   ? "page_size"
                       : d.num_pages                 ? "num_pages"
@@ -171,8 +180,29 @@ void check_kv_storage(ArgCheck &ck, const ak_attention_desc &d, std::int64_t dv,
     }
   }
   if (!ck.ok()) return;
-  check_kv(ck, d, true, d.head_dim, k, k_src);
-  check_kv(ck, d, false, dv, v, v_src);
+  check_kv(ck, d, true, d.head_dim, k, total_k, k_src);
+  check_kv(ck, d, false, dv, v, total_k, v_src);
+}
+
+std::int64_t check_seqlens(ArgCheck &ck, const char *name, const std::int32_t *cu,
+                           std::int64_t batch, std::int64_t max_len, const char *max_name) {
+  if (!cu || !ck.ok()) return 0;
+  if (cu[0] != 0) {
+    ck.fail(AK_ERR_BAD_ARGUMENT, "%s[0] = %d: the first sequence starts at row 0", name, cu[0]);
+    return 0;
+  }
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const std::int64_t len = static_cast<std::int64_t>(cu[b + 1]) - cu[b];
+    if (len < 0 || len > max_len) {
+      ck.fail(AK_ERR_BAD_ARGUMENT,
+              "%s[%lld] = %d, %s[%lld] = %d: sequence %lld has %lld rows, outside [0, %s = %lld]",
+              name, static_cast<long long>(b), cu[b], name, static_cast<long long>(b + 1),
+              cu[b + 1], static_cast<long long>(b), static_cast<long long>(len), max_name,
+              static_cast<long long>(max_len));
+      return 0;
+    }
+  }
+  return cu[batch];
 }
 
 void check_needed_pages(ArgCheck &ck, const ak_attention_desc &d) {
@@ -182,11 +212,13 @@ void check_needed_pages(ArgCheck &ck, const ak_attention_desc &d) {
   const std::int64_t wr = d.window_right > widest ? widest : d.window_right;
   for (std::int64_t b = 0; b < d.batch; ++b) {
     const std::int64_t n = d.kv_lens ? d.kv_lens[b] : d.kv_len;
+    const std::int64_t qn =
+        d.cu_seqlens_q ? std::int64_t{d.cu_seqlens_q[b + 1]} - d.cu_seqlens_q[b] : d.q_len;
     // The hull of the keys the queries see (visible_keys in the kernel):
     // both ends only grow with i.
     std::int64_t lo = n, hi = 0;
-    for (std::int64_t i = 0; i < d.q_len; ++i) {
-      const std::int64_t diag = d.mask == AK_MASK_CAUSAL_BOTTOM_RIGHT ? i + (n - d.q_len) : i;
+    for (std::int64_t i = 0; i < qn; ++i) {
+      const std::int64_t diag = d.mask == AK_MASK_CAUSAL_BOTTOM_RIGHT ? i + (n - qn) : i;
       std::int64_t h = n;
       if (d.mask != AK_MASK_NONE && diag + 1 < h) h = diag + 1;
       if (wr >= 0 && diag + wr + 1 < h) h = diag + wr + 1;

@@ -29,12 +29,18 @@ std::int64_t check_tensor(ArgCheck &ck, TensorSpec &t, bool is_output);
 // defaults. False, with the failure recorded, for an unknown struct_size.
 bool read_descriptor(ArgCheck &ck, const ak_attention_desc *d, ak_attention_desc *out);
 
-// Checks the descriptor's storage fields (k_type, v_type, the block table
-// and the pools) and the fields not yet supported, then k and v (their
-// tensors or pools), and fills `k_src` and `v_src`. `dv` is head_dim_v
-// resolved.
+// Checks the descriptor's storage fields (k_type, v_type, softcap, the block
+// table and the pools), then k and v (their tensors or pools), and fills
+// `k_src` and `v_src`. `dv` is head_dim_v resolved; `total_k` the packed
+// keys (cu_seqlens_k[batch]) where cu_seqlens_k is set.
 void check_kv_storage(ArgCheck &ck, const ak_attention_desc &d, std::int64_t dv, const void *k,
-                      const void *v, KvLayout *k_src, KvLayout *v_src);
+                      const void *v, std::int64_t total_k, KvLayout *k_src, KvLayout *v_src);
+
+// A packed batch's offsets `cu` ([batch + 1]; NULL: none): cu[0] = 0 and
+// every sequence's length in [0, max_len]. Returns cu[batch] (0 for NULL
+// or on failure).
+std::int64_t check_seqlens(ArgCheck &ck, const char *name, const std::int32_t *cu,
+                           std::int64_t batch, std::int64_t max_len, const char *max_name);
 
 // Checks that every page a visible key needs lies in [0, num_pages) (the
 // kernels read no other); call after every other check passed.

@@ -213,16 +213,15 @@ typedef struct {
   /* ---- added in 0.2 (a 0.1 program's smaller struct_size leaves them at
      their defaults, as ak_attention_desc_init sets them) ---- */
   int32_t k_type, v_type;     /* ak_dtype of k and v (and of their pools); default AK_F32 */
-  float softcap;              /* > 0: s -> softcap * tanh(s / softcap); 0 = off (not yet
-                                 supported: > 0 is AK_ERR_UNSUPPORTED) */
-  const float *alibi_slopes;  /* optional [num_heads] ALiBi slopes (not yet supported) */
-  const float *sinks;         /* optional [num_heads] sink logits (not yet supported) */
+  float softcap;              /* > 0: s -> softcap * tanh(s / softcap); 0 = off */
+  const float *alibi_slopes;  /* optional [num_heads]: + slopes[h] * (j - d(i)) */
+  const float *sinks;         /* optional [num_heads] sink logits joining the normalizer */
   const int32_t *block_table; /* optional paged K/V: [batch, block_table_stride] page ids */
   int64_t block_table_stride, page_size, num_pages;
-  int64_t k_page_strides[3]; /* [page, kv_head, slot] of the K pool; all 0 = contiguous */
-  int64_t v_page_strides[3]; /* [num_pages, num_kv_heads, page_size, dim] */
-  const int32_t *cu_seqlens_q; /* optional packed variable-length batch (not yet supported) */
-  const int32_t *cu_seqlens_k;
+  int64_t k_page_strides[3];   /* [page, kv_head, slot] of the K pool; all 0 = contiguous */
+  int64_t v_page_strides[3];   /* [num_pages, num_kv_heads, page_size, dim] */
+  const int32_t *cu_seqlens_q; /* optional packed variable-length batch: [batch + 1] */
+  const int32_t *cu_seqlens_k; /* row offsets of q/out and of k/v (see ak_attention) */
 } ak_attention_desc;
 
 /* The struct_size of a 0.1 descriptor (on this ABI): ak_attention accepts
@@ -267,7 +266,35 @@ AK_API void ak_attention_desc_init(ak_attention_desc *d);
    visible keys: a score of +inf (from an infinite q, k or bias entry) makes
    the row's output and probs NaN and its lse +inf; scores of -inf weigh 0.
    Scores are formed in fp32 as (scale * q) . k + bias: a scaled query entry
-   or a score past FLT_MAX is infinite (as above). probs are exp(score - lse)
+   or a score past FLT_MAX is infinite (as above).
+   Score modifiers, in this order inside a score s = scale * q.k:
+     softcap > 0: s = softcap * tanh(s / softcap) (Gemma 2). tanh saturates,
+       so an infinite q.k gives a finite score of +-softcap; NaN stays NaN.
+     + bias[b,h,i,j] + alibi_slopes[h] * (j - d(i)) (ALiBi, computed per
+       key, never stored; d(i) the aligned diagonal above, whose choice
+       changes lse but not the weights).
+     Then the masks, windows and key counts decide visibility, and
+     sinks[h] (gpt-oss, StreamingLLM) joins each row's normalizer as a
+     logit with no value: w_ij = exp(s_ij - lse_i) with
+     lse_i = log(exp(sinks[h]) + sum_j exp(s_ij)), so the weights sum to
+     less than 1. A row with no visible key gets out = 0 and lse = sinks[h];
+     a NaN sink makes its head's rows NaN (out and lse); a sink of -inf is
+     no sink; a sink of +inf gives out = 0, probs = 0 and lse = +inf.
+   Packed variable-length batch (cu_seqlens_q, optional, [batch + 1] with
+   cu_seqlens_q[0] = 0, non-decreasing): sequence b's queries are rows
+   cu_seqlens_q[b] .. cu_seqlens_q[b+1] - 1 of q and out, each
+   q_len_b = cu_seqlens_q[b+1] - cu_seqlens_q[b] <= q_len long; q and out
+   are then one [1, num_heads, cu_seqlens_q[batch]] tensor each:
+   q_strides[0] and o_strides[0] must be 0 (all three 0 = contiguous
+   [num_heads, total, dim]; {0, dim, num_heads * dim} is the token-major
+   [total, num_heads, dim] of most engines). Its keys likewise come from
+   cu_seqlens_k (n_b <= kv_len; k_strides[0] and v_strides[0] 0) where it
+   is set, else from kv_lens (or kv_len) and the block table: a paged cache
+   with cu_seqlens_q and kv_lens is chunked prefill. cu_seqlens_k with a
+   block table or with kv_lens is AK_ERR_BAD_ARGUMENT. Masks, windows and
+   ALiBi align per sequence with q_len_b and n_b in place of q_len and n;
+   the bias is indexed by the query's row inside its sequence; lse is
+   [num_heads, cu_seqlens_q[batch]]; probs must be NULL. probs are exp(score - lse)
    with lse rounded to fp32, so for scores of magnitude past ~1e7 a row of
    probs may not sum to 1 (out, from the unrounded sums, is unaffected).
    With finite inputs and finite scores every output is finite, v's

@@ -40,6 +40,9 @@ struct KvLayout {
   std::int64_t strides[3]; // [batch, head, seq], or paged [page, head, slot]
   const std::int32_t *block_table;
   std::int64_t table_stride, page_size;
+  // Packed variable-length keys (no block table): entry b's keys are rows
+  // cu_seqlens[b].. of a [1, head, seq] tensor.
+  const std::int32_t *cu_seqlens = nullptr;
 
   int elem_bytes() const { return type == 0 ? 4 : 2; }
   // Row j of (entry b, kv head h). Only for keys whose page was validated.
@@ -49,6 +52,7 @@ struct KvLayout {
       const std::int64_t page = block_table[b * table_stride + j / page_size];
       off = page * strides[0] + h * strides[1] + (j % page_size) * strides[2];
     } else {
+      if (cu_seqlens) j += cu_seqlens[b];
       off = b * strides[0] + h * strides[1] + j * strides[2];
     }
     return static_cast<const unsigned char *>(data) + off * elem_bytes();
@@ -69,12 +73,51 @@ struct AttentionArgs {
   std::int64_t bias_strides[3];
   const std::int32_t *kv_lens; // optional
   float *lse, *probs;          // optional
+  // Score modifiers (attnkern.h): softcap (0 = off), ALiBi slopes and sink
+  // logits per query head (optional).
+  float softcap;
+  const float *alibi_slopes, *sinks;
+  // Packed variable-length batch (optional): entry b's queries are rows
+  // cu_q[b] .. cu_q[b+1]-1 of q and out (q_strides[0] = o_strides[0] = 0),
+  // its keys rows cu_k[b].. of k and v (k/v_strides[0] = 0) where cu_k is
+  // given. q_len and kv_len bound every entry's lengths; lse is then
+  // [heads, total_q].
+  const std::int32_t *cu_q, *cu_k;
+  std::int64_t total_q;
   // K and V as stored. Where both are fp32 tensors (no block table) the
   // kernels read them in place through k, v and k/v_strides above; else
   // (staged) they widen or gather each block's rows into scratch first, and
   // k and v are null.
   KvLayout k_src, v_src;
   bool staged() const { return k_src.type != 0 || v_src.type != 0 || k_src.block_table; }
+
+  // Entry b's query count and key count.
+  std::int64_t q_len_of(std::int64_t b) const { return cu_q ? cu_q[b + 1] - cu_q[b] : q_len; }
+  std::int64_t keys_of(std::int64_t b) const {
+    return cu_k ? cu_k[b + 1] - cu_k[b] : kv_lens ? kv_lens[b] : kv_len;
+  }
+  // The diagonal the masks align query i of an entry with n keys to
+  // (bottom-right: the last query with the last key), also ALiBi's origin.
+  std::int64_t diagonal(std::int64_t b, std::int64_t n, std::int64_t i) const {
+    return mask == 2 ? i + (n - q_len_of(b)) : i;
+  }
+  // Query i of (entry b, head h), its output row, and the index of its lse.
+  const float *q_row(std::int64_t b, std::int64_t h, std::int64_t i) const {
+    return q + b * q_strides[0] + h * q_strides[1] + (cu_q ? cu_q[b] + i : i) * q_strides[2];
+  }
+  float *out_row(std::int64_t b, std::int64_t h, std::int64_t i) const {
+    return out + b * o_strides[0] + h * o_strides[1] + (cu_q ? cu_q[b] + i : i) * o_strides[2];
+  }
+  std::int64_t lse_index(std::int64_t b, std::int64_t h, std::int64_t i) const {
+    return cu_q ? h * total_q + cu_q[b] + i : (b * heads + h) * q_len + i;
+  }
+  // Key j's fp32 K and V rows in place (not staged()).
+  const float *k_row(std::int64_t b, std::int64_t h, std::int64_t j) const {
+    return k + b * k_strides[0] + h * k_strides[1] + (cu_k ? cu_k[b] + j : j) * k_strides[2];
+  }
+  const float *v_row(std::int64_t b, std::int64_t h, std::int64_t j) const {
+    return v + b * v_strides[0] + h * v_strides[1] + (cu_k ? cu_k[b] + j : j) * v_strides[2];
+  }
 };
 
 // ak_kv_cache_store's arguments after validation: strides resolved (src in

@@ -63,6 +63,15 @@ struct KvCase {
   std::int64_t extra_cols = 0;  // block table columns past ceil(kv_len / page_size)
   bool lse = true, probs = true;
   float v_scale = 1.0f; // v ~ N(0, v_scale^2); out's tolerance scales with it
+  // Score modifiers: softcap (0: off), ALiBi (slopes 2^(-8 (h + 1) / heads),
+  // BLOOM's), sink logits per head (empty: none).
+  float softcap = 0.0f;
+  bool alibi = false;
+  std::vector<float> sinks;
+  // Packed sequences: each entry's queries (cu_seqlens_q; empty: none; each
+  // <= q_len, then probs must be off) and keys (cu_seqlens_k; empty: none;
+  // each <= kv_len, not with paging or kv_lens).
+  std::vector<std::int32_t> q_lens, k_lens;
   std::uint32_t seed = 1;
 };
 
@@ -94,12 +103,23 @@ struct KvProblem {
   std::vector<float> q, out, bias, lse, probs;
   Strides3 qs{0, 0, 0}, os{0, 0, 0};
   std::vector<std::int32_t> kv_lens, block_table;
-  TypedArray k, v;                 // what the library reads
-  std::vector<float> k_ref, v_ref; // contiguous [b, hk, kv_len, d] stored values
-  std::vector<char> needed;        // [b, page]: the page holds a key some query sees
+  std::vector<float> alibi_slopes, sinks;
+  std::vector<std::int32_t> cu_q, cu_k; // packed sequences' offsets (empty: none)
+  std::int64_t total_q = 0;             // rows of q and out when packed
+  TypedArray k, v;                      // what the library reads
+  std::vector<float> k_ref, v_ref;      // contiguous [b, hk, kv_len, d] stored values
+  std::vector<char> needed;             // [b, page]: the page holds a key some query sees
 
   std::int64_t dv() const { return desc.head_dim_v ? desc.head_dim_v : desc.head_dim; }
   std::int64_t rows() const { return desc.batch * desc.num_heads * desc.q_len; }
+  // Entry b's queries, and the row of q and out where they start.
+  std::int64_t queries(std::int64_t b) const { return cu_q.empty() ? desc.q_len : c.q_lens[b]; }
+  std::int64_t first_row(std::int64_t b) const { return cu_q.empty() ? 0 : cu_q[b]; }
+  // lse's entries: [b, h, q_len], or [h, total_q] when packed.
+  std::int64_t lse_rows() const { return cu_q.empty() ? rows() : desc.num_heads * total_q; }
+  std::int64_t lse_index(std::int64_t b, std::int64_t h, std::int64_t i) const {
+    return cu_q.empty() ? (b * desc.num_heads + h) * desc.q_len + i : h * total_q + cu_q[b] + i;
+  }
   ak_attention_desc bound() const;
   // The same call as the reference sees it: contiguous fp32 K and V.
   ak_attention_desc reference_desc() const;

@@ -26,6 +26,11 @@ struct AttentionGeometry {
 };
 AttentionGeometry attention_geometry(const ak_attention_desc &d);
 
+// Entry b's key count (cu_seqlens_k, kv_lens or kv_len) and the aligned
+// diagonal d(i) of its query i (the masks', the windows' and ALiBi's).
+std::int64_t entry_keys(const ak_attention_desc &d, std::int64_t b);
+std::int64_t aligned_diagonal(const ak_attention_desc &d, std::int64_t b, std::int64_t i);
+
 // Keys [begin, end) that query i of batch b may see by position: kv_lens,
 // the causal masks and the windows; the bias can hide more. Empty when
 // begin >= end.
@@ -43,7 +48,15 @@ bool key_visible(const ak_attention_desc &d, std::int64_t b, std::int64_t h, std
                  std::int64_t j);
 
 // Dense results: out [b, h, q_len, head_dim_v], lse [b, h, q_len] and
-// probs [b, h, q_len, kv_len].
+// probs [b, h, q_len, kv_len] (packed sequences too: row i of entry b at
+// index i, rows past the entry's length 0).
+//
+// A key whose weight exp(s - max) underflows to 0 in fp32 feeds nothing
+// (attnkern.h), whatever its v holds.
+//
+// Scores: scale q.k, softcap, + bias + ALiBi; a sink joins the normalizer
+// (a row with no visible key: out 0, lse = sink; a NaN sink: the row NaN,
+// probs included; a +inf sink: out and probs 0, lse +inf).
 //
 // A row with no visible key: out 0, lse -inf, probs 0. A NaN among its visible
 // logits (from q, k or the bias): out, lse and the visible probs NaN, the

@@ -16,6 +16,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <set>
@@ -50,7 +51,8 @@ struct KvCall {
   ak_attention_desc d;
   std::vector<std::int32_t> kv_lens, block_table; // block_table empty: none
   bool null_k = false, null_v = false, with_bias = true;
-  bool alibi = false, sinks = false, cu_q = false, cu_k = false;
+  bool alibi = false, sinks = false, with_probs = true;
+  std::vector<std::int32_t> cu_q, cu_k; // packed sequences' offsets (empty: none)
 };
 
 void set3(std::int64_t dst[3], std::int64_t a, std::int64_t b, std::int64_t c) {
@@ -78,6 +80,22 @@ KvCall valid_plain() {
 // The same keys through a block table: pages of 2 slots, 4 per sequence
 // (ceil(7 / 2)), 8 in a contiguous pool, shuffled. Batch 0 needs all four
 // pages; batch 1 (3 keys, queries aligned to key i - 2) only pages 0 and 1.
+// The same call packed: 5 and 4 queries (cu_seqlens_q) over 7 and 3 keys
+// (cu_seqlens_k) in one [1, heads, total] tensor each; no probs.
+KvCall valid_packed() {
+  KvCall c = valid_plain();
+  c.cu_q = {0, 5, 9}, c.cu_k = {0, 7, 10};
+  c.kv_lens.clear();
+  c.with_probs = false;
+  set3(c.d.q_strides, 0, 9 * 6, 6);
+  set3(c.d.o_strides, 0, 9 * 4, 4);
+  set3(c.d.k_strides, 0, 10 * 6, 6);
+  set3(c.d.v_strides, 0, 10 * 4, 4);
+  c.alibi = c.sinks = true;
+  c.d.softcap = 30.0f;
+  return c;
+}
+
 KvCall valid_paged() {
   KvCall c = valid_plain();
   set3(c.d.k_strides, 0, 0, 0);
@@ -90,7 +108,6 @@ KvCall valid_paged() {
 ak_status call(const KvCall &c, Buffers &buf) {
   static const float kSlopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
   static const float kSinks[4] = {0.0f, 1.0f, -1.0f, 2.0f};
-  static const std::int32_t kCuQ[3] = {0, 5, 10}, kCuK[3] = {0, 7, 10};
   PaddedDesc pd{};
   pd.d = c.d;
   buf.kv_lens = c.kv_lens;
@@ -99,11 +116,11 @@ ak_status call(const KvCall &c, Buffers &buf) {
   pd.d.kv_lens = buf.kv_lens.empty() ? nullptr : buf.kv_lens.data();
   pd.d.block_table = buf.block_table.empty() ? nullptr : buf.block_table.data();
   pd.d.lse = buf.lse.mid();
-  pd.d.probs = buf.probs.mid();
+  pd.d.probs = c.with_probs ? buf.probs.mid() : nullptr;
   if (c.alibi) pd.d.alibi_slopes = kSlopes;
   if (c.sinks) pd.d.sinks = kSinks;
-  if (c.cu_q) pd.d.cu_seqlens_q = kCuQ;
-  if (c.cu_k) pd.d.cu_seqlens_k = kCuK;
+  if (!c.cu_q.empty()) pd.d.cu_seqlens_q = c.cu_q.data();
+  if (!c.cu_k.empty()) pd.d.cu_seqlens_k = c.cu_k.data();
   return ak_attention(&pd.d, buf.q.mid(), c.null_k ? nullptr : buf.k.mid(),
                       c.null_v ? nullptr : buf.v.mid(), buf.out.mid());
 }
@@ -176,22 +193,50 @@ std::vector<BadCase> bad_cases() {
     c.d.softcap = v;
     add(std::string("softcap_") + name, AK_ERR_BAD_ARGUMENT, {"softcap"}, c);
   }
-  // Fields whose support comes later: refused, not ignored.
-  for (float v : {1.0f, 30.0f}) {
-    c = valid_plain();
-    c.d.softcap = v;
-    add("softcap_" + std::to_string(static_cast<int>(v)) + "_unsupported", AK_ERR_UNSUPPORTED,
-        {"softcap"}, c);
+  // Packed sequences: offsets that do not start at 0, decrease or pass the
+  // bound; batch strides; probs; keys given twice.
+  const std::pair<const char *, std::vector<std::int32_t>> bad_cu_q[] = {
+      {"start_1", {1, 5, 9}},
+      {"decreasing", {0, 5, 4}},
+      {"past_q_len", {0, 6, 9}},
+      {"int32_min", {0, kI32Min, 9}},
+      {"huge_step", {0, 5, kI32Max}}};
+  for (const auto &[name, cu] : bad_cu_q) {
+    c = valid_packed();
+    c.cu_q = cu;
+    add(std::string("cu_seqlens_q_") + name, AK_ERR_BAD_ARGUMENT, {"cu_seqlens_q"}, c);
   }
-  const std::pair<const char *, bool KvCall::*> later[] = {{"alibi_slopes", &KvCall::alibi},
-                                                           {"sinks", &KvCall::sinks},
-                                                           {"cu_seqlens_q", &KvCall::cu_q},
-                                                           {"cu_seqlens_k", &KvCall::cu_k}};
-  for (const auto &[name, flag] : later) {
-    c = valid_plain();
-    c.*flag = true;
-    add(std::string(name) + "_unsupported", AK_ERR_UNSUPPORTED, {name}, c);
+  const std::pair<const char *, std::vector<std::int32_t>> bad_cu_k[] = {
+      {"start_neg1", {-1, 7, 10}}, {"decreasing", {0, 7, 6}}, {"past_kv_len", {0, 8, 10}}};
+  for (const auto &[name, cu] : bad_cu_k) {
+    c = valid_packed();
+    c.cu_k = cu;
+    add(std::string("cu_seqlens_k_") + name, AK_ERR_BAD_ARGUMENT, {"cu_seqlens_k"}, c);
   }
+  const std::pair<const char *, std::int64_t(ak_attention_desc::*)[3]> batch_strides[] = {
+      {"q_strides", &ak_attention_desc::q_strides},
+      {"o_strides", &ak_attention_desc::o_strides},
+      {"k_strides", &ak_attention_desc::k_strides},
+      {"v_strides", &ak_attention_desc::v_strides}};
+  for (const auto &[name, field] : batch_strides) {
+    c = valid_packed();
+    (c.d.*field)[0] = 100;
+    add(std::string(name) + "_0_packed", AK_ERR_BAD_STRIDE, {name}, c);
+  }
+  c = valid_packed();
+  c.with_probs = true;
+  add("probs_with_cu_seqlens_q", AK_ERR_BAD_ARGUMENT, {"probs", "cu_seqlens_q"}, c);
+  c = valid_packed();
+  c.kv_lens = {7, 3};
+  add("kv_lens_with_cu_seqlens_k", AK_ERR_BAD_ARGUMENT, {"kv_lens", "cu_seqlens_k"}, c);
+  c = valid_paged();
+  c.cu_k = {0, 7, 10};
+  c.kv_lens.clear();
+  add("block_table_with_cu_seqlens_k", AK_ERR_BAD_ARGUMENT, {"block_table", "cu_seqlens_k"}, c);
+  c = valid_packed(); // 9 packed queries: rows past the first 9 would be out of q's span
+  c.cu_q = {0, 5, 9};
+  c.d.q_strides[1] = kI64Min / 2;
+  add("q_strides_1_negative_packed", AK_ERR_BAD_STRIDE, {"q_strides"}, c);
 
   // Paging fields without a block table.
   const std::pair<const char *, std::int64_t ak_attention_desc::*> page_fields[] = {
@@ -361,6 +406,19 @@ std::vector<GoodCase> good_cases() {
   c.kv_lens = {0, 0}, c.block_table = {-1}, c.with_bias = false;
   c.null_k = c.null_v = true;
   cases.push_back({"kv_len_0_paged", c});
+  cases.push_back({"packed_softcap_alibi_sinks", valid_packed()});
+  c = valid_packed(); // queries packed, keys per entry (kv_lens) through a block table
+  c.cu_k.clear();
+  c.kv_lens = {7, 3};
+  c.d.k_strides[0] = c.d.v_strides[0] = 0;
+  {
+    const KvCall paged = valid_paged();
+    std::memcpy(c.d.k_strides, paged.d.k_strides, sizeof c.d.k_strides);
+    std::memcpy(c.d.v_strides, paged.d.v_strides, sizeof c.d.v_strides);
+    c.d.page_size = paged.d.page_size, c.d.block_table_stride = paged.d.block_table_stride;
+    c.d.num_pages = paged.d.num_pages, c.block_table = paged.block_table;
+  }
+  cases.push_back({"packed_queries_paged_keys", c});
   return cases;
 }
 

@@ -46,7 +46,8 @@ namespace attnkern {
 namespace AK_ISA_NS {
 
 template <class V, class Cfg> KernelStatus attention(const AttentionArgs &a, int threads) {
-  if (a.batch == 0 || a.heads == 0 || a.q_len == 0) return KernelStatus::ok;
+  if (a.batch == 0 || a.heads == 0 || a.q_len == 0 || (a.cu_q && a.total_q == 0))
+    return KernelStatus::ok;
   const double flops = 2.0 * a.batch * a.heads * a.q_len * static_cast<double>(a.kv_len + 1) *
                        static_cast<double>(a.dk + a.dv);
   threads = threads_for_work(threads, flops, 2.0e6);
@@ -80,7 +81,7 @@ template <class V, class Cfg> KernelStatus attention(const AttentionArgs &a, int
     // more keys, so runs would cost the balance.
     constexpr std::int64_t kShortItemKeys = 256;
     const bool short_uniform = a.kv_len <= kShortItemKeys && a.mask == 0 && a.window_left < 0 &&
-                               a.window_right < 0 && !a.kv_lens;
+                               a.window_right < 0 && !a.kv_lens && !a.cu_q && !a.cu_k;
     const std::int64_t run_len = !team           ? 1
                                  : plan.split()  ? max64(1, plan.items / (4 * threads))
                                  : short_uniform ? max64(1, plan.items / (8 * threads))

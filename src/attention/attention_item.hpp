@@ -52,6 +52,7 @@ public:
     next_rows_ = 0;
     if (warm_next && index + 1 < p_.items && !a_.staged()) find_item_keys(index + 1);
     decode_index(index);
+    if (nq_ <= 0) return; // a query block past its entry's packed sequence
     setup_rows();
     if (warm_next && index + 1 < p_.items && !p_.direct) plan_next_item(index + 1);
     // Few rows (decode, GQA groups, a few queries per step as in
@@ -71,6 +72,11 @@ public:
     const float ninf = -std::numeric_limits<float>::infinity();
     for (std::int64_t r = 0; r < p_.rows_pad; ++r) st_.m[r] = ninf, st_.l[r] = 0.0f;
     for (std::int64_t x = 0; x < p_.rows_pad * p_.dv_pad; ++x) st_.acc[x] = 0.0f;
+    // A sink joins each row's normalizer once: as the state of a row that
+    // has seen one key of weight 1 and value 0. Split rows take it when
+    // their chunks merge (merge_chunks).
+    if (a_.sinks && !p_.split())
+      for (std::int64_t r = 0; r < rows_; ++r) start_with_sink(r, a_.sinks[head_of(r)]);
     if (a_.probs) fill_probs(ninf);
     if (direct_) { // an item holds its whole group: [u_lo_, u_hi_) follows the shape
       for (std::int64_t j0 = u_lo_; j0 < u_hi_; j0 += dbk_) key_block(j0, min64(j0 + dbk_, u_hi_));
@@ -115,8 +121,9 @@ private:
   void find_item_keys(std::int64_t index) {
     const ItemCoords c = coords(index);
     const std::int64_t c0 = c.chunk * p_.chunk;
-    next_item_k_ = a_.k + c.b * a_.k_strides[0] + c.kvh * a_.k_strides[1] + c0 * a_.k_strides[2];
-    next_item_keys_ = min64(c0 + p_.chunk, a_.kv_len) - c0;
+    next_item_keys_ = min64(c0 + p_.chunk, a_.keys_of(c.b)) - c0;
+    next_item_k_ = next_item_keys_ > 0 ? a_.k_row(c.b, c.kvh, c0) : nullptr;
+    if (!next_item_k_) next_item_keys_ = 0;
   }
 
   void decode_index(std::int64_t index) {
@@ -125,9 +132,10 @@ private:
     h0_ = kvh_ * p_.group + c.hc * p_.heads_per_item;
     nh_ = min64(p_.heads_per_item, (kvh_ + 1) * p_.group - h0_);
     i0_ = c.qb * p_.bq;
-    nq_ = min64(p_.bq, a_.q_len - i0_);
-    rows_ = nh_ * nq_;
-    n_ = a_.kv_lens ? a_.kv_lens[b_] : a_.kv_len;
+    q_len_ = a_.q_len_of(b_);
+    nq_ = min64(p_.bq, q_len_ - i0_);
+    rows_ = nq_ > 0 ? nh_ * nq_ : 0;
+    n_ = a_.keys_of(b_);
     c0_ = chunk_ * p_.chunk;
     c1_ = min64(c0_ + p_.chunk, a_.kv_len);
   }
@@ -139,7 +147,7 @@ private:
   void setup_rows() {
     u_lo_ = c1_, u_hi_ = c0_;
     for (std::int64_t iq = 0; iq < nq_; ++iq) {
-      const KeyRange kr = visible_keys(a_, n_, i0_ + iq);
+      const KeyRange kr = visible_keys(a_, b_, n_, i0_ + iq);
       const std::int64_t lo = max64(kr.lo, c0_), hi = max64(min64(kr.hi, c1_), lo);
       lo_[iq] = lo, hi_[iq] = hi;
       if (hi > lo) u_lo_ = min64(u_lo_, lo), u_hi_ = max64(u_hi_, hi);
@@ -153,14 +161,14 @@ private:
     hull_lo_ = hull_hi_ = 0;
     if (a_.staged()) {
       const auto sees = [&](std::int64_t i) {
-        const KeyRange kr = visible_keys(a_, n_, i);
+        const KeyRange kr = visible_keys(a_, b_, n_, i);
         return kr.hi > kr.lo;
       };
-      std::int64_t first = 0, last = a_.q_len - 1;
+      std::int64_t first = 0, last = q_len_ - 1;
       while (first <= last && !sees(first)) ++first;
       while (last >= first && !sees(last)) --last;
       if (first <= last)
-        hull_lo_ = visible_keys(a_, n_, first).lo, hull_hi_ = visible_keys(a_, n_, last).hi;
+        hull_lo_ = visible_keys(a_, b_, n_, first).lo, hull_hi_ = visible_keys(a_, b_, n_, last).hi;
     }
   }
 
@@ -169,8 +177,7 @@ private:
     const std::int64_t dk = a_.dk;
     if (direct_) { // plain rows, row r at qpack_ + r * dk
       for (std::int64_t r = 0; r < rows_; ++r) {
-        const float *src = a_.q + b_ * a_.q_strides[0] + head_of(r) * a_.q_strides[1] +
-                           query_of(r) * a_.q_strides[2];
+        const float *src = a_.q_row(b_, head_of(r), query_of(r));
         for (std::int64_t d = 0; d < dk; ++d) qpack_[r * dk + d] = src[d] * a_.scale;
       }
       return;
@@ -181,8 +188,7 @@ private:
     for (std::int64_t r0 = 0; r0 < p_.rows_pad; r0 += MR) {
       float *dst = qpack_ + r0 * dk;
       if (r0 + MR <= rows_ && head_of(r0) == head_of(r0 + MR - 1)) {
-        const float *src = a_.q + b_ * a_.q_strides[0] + head_of(r0) * a_.q_strides[1] +
-                           query_of(r0) * a_.q_strides[2];
+        const float *src = a_.q_row(b_, head_of(r0), query_of(r0));
         pack_a_sliver<MR>(dk, MR, src, a_.q_strides[2], 1, dst);
         const reg vs = V::set1(a_.scale);
         std::int64_t x = 0;
@@ -192,8 +198,7 @@ private:
       }
       for (std::int64_t r = r0; r < r0 + MR; ++r) {
         if (r < rows_) {
-          const float *src = a_.q + b_ * a_.q_strides[0] + head_of(r) * a_.q_strides[1] +
-                             query_of(r) * a_.q_strides[2];
+          const float *src = a_.q_row(b_, head_of(r), query_of(r));
           for (std::int64_t d = 0; d < dk; ++d) dst[d * MR + r - r0] = src[d] * a_.scale;
         } else {
           for (std::int64_t d = 0; d < dk; ++d) dst[d * MR + r - r0] = 0.0f;
@@ -230,7 +235,7 @@ private:
   // V (vblk_, vs_).
   void locate_k(std::int64_t j0, std::int64_t j1, bool first_run = true) {
     if (!a_.staged()) {
-      kblk_ = a_.k + b_ * a_.k_strides[0] + kvh_ * a_.k_strides[1] + j0 * a_.k_strides[2];
+      kblk_ = a_.k_row(b_, kvh_, j0);
       ks_ = a_.k_strides[2];
       return;
     }
@@ -239,7 +244,7 @@ private:
   }
   void locate_v(std::int64_t j0, std::int64_t j1, bool first_run = true) {
     if (!a_.staged()) {
-      vblk_ = a_.v + b_ * a_.v_strides[0] + kvh_ * a_.v_strides[1] + j0 * a_.v_strides[2];
+      vblk_ = a_.v_row(b_, kvh_, j0);
       vs_ = a_.v_strides[2];
       return;
     }
@@ -283,6 +288,8 @@ private:
 
   // Each row's online-softmax step and its end (row_update.hpp).
   void softmax_update(std::int64_t r, std::int64_t j0, std::int64_t bk);
+  void modify_scores(std::int64_t r, std::int64_t j0, std::int64_t a, std::int64_t e);
+  void start_with_sink(std::int64_t r, float sink);
   void exact_pv(std::int64_t bk); // V's block located (locate_v)
   void finish_rows();
   void write_partials(float *partial) const;
@@ -299,6 +306,7 @@ private:
   // Per MR-row tile, for the block in progress (mark_active_tiles).
   std::int64_t tile_lo_[Plan::kMaxRows], tile_hi_[Plan::kMaxRows];
   std::int64_t b_ = 0, kvh_ = 0, h0_ = 0, nh_ = 0, i0_ = 0, nq_ = 0, rows_ = 0, n_ = 0;
+  std::int64_t q_len_ = 0; // the entry's queries (AttentionArgs::q_len_of)
   std::int64_t chunk_ = 0, c0_ = 0, c1_ = 0, u_lo_ = 0, u_hi_ = 0;
   std::int64_t hull_lo_ = 0, hull_hi_ = 0; // setup_rows
   bool direct_ = false;

@@ -43,10 +43,13 @@ namespace AK_ISA_NS {
 // whatever the thread count).
 inline void recompute_overflowed_entries(const AttentionArgs &a, std::int64_t b, std::int64_t h,
                                          std::int64_t i, float m_row, float *out) {
-  const std::int64_t n = a.kv_lens ? a.kv_lens[b] : a.kv_len;
-  const KeyRange keys = visible_keys(a, n, i);
+  const std::int64_t n = a.keys_of(b);
+  const KeyRange keys = visible_keys(a, b, n, i);
   const std::int64_t kvh = h / (a.heads / a.kv_heads);
-  const float *q = a.q + b * a.q_strides[0] + h * a.q_strides[1] + i * a.q_strides[2];
+  const float *q = a.q_row(b, h, i);
+  const float slope = a.alibi_slopes ? a.alibi_slopes[h] : 0.0f;
+  const std::int64_t diag = a.diagonal(b, n, i);
+  const float sink = a.sinks ? a.sinks[h] : -std::numeric_limits<float>::infinity();
   // K and V as stored (in place, half precision or paged), one value at a
   // time: this path is rare.
   const auto kv = [&](const KvLayout &t, std::int64_t j, std::int64_t d) {
@@ -64,8 +67,12 @@ inline void recompute_overflowed_entries(const AttentionArgs &a, std::int64_t b,
       for (int x = 0; x < 4; ++x)
         part[x] += static_cast<double>(q[d + x] * a.scale) * kv(a.k_src, j, d + x);
     for (; d < a.dk; ++d) part[0] += static_cast<double>(q[d] * a.scale) * kv(a.k_src, j, d);
-    const float sj = static_cast<float>((part[0] + part[1]) + (part[2] + part[3]));
-    return bias ? sj + bias[j] : sj;
+    float sj = static_cast<float>((part[0] + part[1]) + (part[2] + part[3]));
+    if (a.softcap > 0.0f)
+      sj = static_cast<float>(a.softcap * std::tanh(static_cast<double>(sj) / a.softcap));
+    if (bias) sj += bias[j];
+    if (a.alibi_slopes) sj += slope * static_cast<float>(j - diag);
+    return sj;
   };
   // The largest recomputed score, found when first needed; false where one
   // is NaN or +inf (the kernel's lse would not be finite then either).
@@ -79,6 +86,7 @@ inline void recompute_overflowed_entries(const AttentionArgs &a, std::int64_t b,
         if (!(sj < std::numeric_limits<float>::infinity())) m_state = -1;
         m = sj > m ? sj : m;
       }
+      if (m_state > 0 && sink > m) m = sink; // (a finite lse: the sink is finite)
       if (m == ninf) m_state = -1;
     }
     return m_state > 0;
@@ -108,7 +116,8 @@ inline void recompute_overflowed_entries(const AttentionArgs &a, std::int64_t b,
       if (!poisoned[c]) cols[bad++] = cols[c];
     if (bad == 0) continue;
     if (!max_found()) return;
-    double acc[kTile] = {}, l = 0.0;
+    double acc[kTile] = {};
+    double l = sink > ninf ? std::exp(static_cast<double>(sink - m)) : 0.0;
     for (std::int64_t j = keys.lo; j < keys.hi; ++j) {
       const double w = std::exp(static_cast<double>(score(j) - m));
       if (static_cast<float>(w) == 0.0f) continue;

@@ -28,23 +28,22 @@ inline void AttentionItem<V, Cfg>::plan_next_item(std::int64_t index) {
   const ItemCoords c = coords(index);
   const std::int64_t h0 = c.kvh * p_.group + c.hc * p_.heads_per_item;
   const std::int64_t nh = min64(p_.heads_per_item, (c.kvh + 1) * p_.group - h0);
-  const std::int64_t i0 = c.qb * p_.bq, nq = min64(p_.bq, a_.q_len - i0);
-  const std::int64_t n = a_.kv_lens ? a_.kv_lens[c.b] : a_.kv_len;
+  const std::int64_t i0 = c.qb * p_.bq, nq = min64(p_.bq, a_.q_len_of(c.b) - i0);
+  if (nq <= 0) return; // an empty item (packed sequences): nothing to request
+  const std::int64_t n = a_.keys_of(c.b);
   const std::int64_t c0 = c.chunk * p_.chunk, c1 = min64(min64(c0 + p_.chunk, a_.kv_len), n);
-  const std::int64_t lo = max64(visible_keys(a_, n, i0).lo, c0);
+  const std::int64_t lo = max64(visible_keys(a_, c.b, n, i0).lo, c0);
   const std::int64_t j0 = c0 + max64(lo - c0, 0) / Plan::kBk * Plan::kBk;
   const std::int64_t keys = max64(min64(j0 + Plan::kBk, c1) - j0, 0);
-  next_q_ = a_.q + c.b * a_.q_strides[0] + h0 * a_.q_strides[1] + i0 * a_.q_strides[2];
+  next_q_ = a_.q_row(c.b, h0, i0);
   next_nq_ = nq;
   if (a_.staged()) { // the staging loop requests its own rows ahead
     next_k_ = next_v_ = nullptr, next_keys_ = 0, next_rows_ = nh * nq, next_done_ = 0;
     return;
   }
   // (No key: no pointer formed, as j0 may lie past the tensor's end.)
-  next_k_ = keys > 0 ? a_.k + c.b * a_.k_strides[0] + c.kvh * a_.k_strides[1] + j0 * a_.k_strides[2]
-                     : nullptr;
-  next_v_ = keys > 0 ? a_.v + c.b * a_.v_strides[0] + c.kvh * a_.v_strides[1] + j0 * a_.v_strides[2]
-                     : nullptr;
+  next_k_ = keys > 0 ? a_.k_row(c.b, c.kvh, j0) : nullptr;
+  next_v_ = keys > 0 ? a_.v_row(c.b, c.kvh, j0) : nullptr;
   next_keys_ = keys;
   next_rows_ = nh * nq + 2 * keys;
   next_done_ = 0;

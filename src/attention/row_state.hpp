@@ -81,9 +81,16 @@ template <class V> inline void finish_probs(float *pr, std::int64_t kv_len, floa
     for (std::int64_t j = 0; j < kv_len; ++j) pr[j] = 0.0f;
     return;
   }
-  // A row with a +inf score is not a number: its weights are NaN, as in a
-  // row with a NaN score (exp(s - inf) would give 0 to every finite key).
-  if (lse == std::numeric_limits<float>::infinity()) lse = std::numeric_limits<float>::quiet_NaN();
+  // A row with a +inf score is not a number (its sum l is NaN): its weights
+  // are NaN, as in a row with a NaN score (exp(s - inf) would give 0 to
+  // every finite key). A +inf sink alone (l finite) leaves every key 0.
+  if (lse == std::numeric_limits<float>::infinity()) {
+    if (l == l) {
+      for (std::int64_t j = 0; j < kv_len; ++j) pr[j] = 0.0f;
+      return;
+    }
+    lse = std::numeric_limits<float>::quiet_NaN();
+  }
   const R vl = V::set1(lse);
   std::int64_t j = 0;
   for (; j + W <= kv_len; j += W) V::storeu(pr + j, vexp<V>(V::sub(V::loadu(pr + j), vl)));

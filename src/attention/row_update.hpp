@@ -14,13 +14,14 @@
 #include "attention_item.hpp"
 #include "overflow_repair.hpp"
 #include "row_state.hpp"
+#include "score_modifiers.hpp"
 
 namespace attnkern {
 namespace AK_ISA_NS {
 
-// Masks row r's scores for keys [j0, j0 + bk), adds the bias, updates the
-// running max and sum, rescales the accumulator, and leaves the weights
-// exp(s - m) in the score row.
+// Masks row r's scores for keys [j0, j0 + bk), applies the softcap, the bias
+// and ALiBi (modify_scores), updates the running max and sum, rescales the
+// accumulator, and leaves the weights exp(s - m) in the score row.
 template <class V, class Cfg>
 inline void AttentionItem<V, Cfg>::softmax_update(std::int64_t r, std::int64_t j0,
                                                   std::int64_t bk) {
@@ -31,12 +32,7 @@ inline void AttentionItem<V, Cfg>::softmax_update(std::int64_t r, std::int64_t j
   const std::int64_t e = max64(min64(hi_[iq] - j0, bk), a);
   for (std::int64_t j = 0; j < a; ++j) s[j] = ninf;
   for (std::int64_t j = e; j < bk; ++j) s[j] = ninf;
-  if (a_.bias) {
-    const float *bias = a_.bias + b_ * a_.bias_strides[0] + head_of(r) * a_.bias_strides[1] +
-                        query_of(r) * a_.bias_strides[2] + j0;
-    // A -inf bias masks the key even where the score is NaN (poisoned K).
-    for (std::int64_t j = a; j < e; ++j) s[j] = bias[j] == ninf ? ninf : s[j] + bias[j];
-  }
+  if (e > a) modify_scores(r, j0, a, e);
   if (a_.probs) {
     float *pr = probs_row(r) + j0;
     for (std::int64_t j = a; j < e; ++j) pr[j] = s[j];
@@ -102,6 +98,38 @@ inline void AttentionItem<V, Cfg>::softmax_update(std::int64_t r, std::int64_t j
   }
 }
 
+// Row r's visible scores s[a, e) of the block at key j0, in the order of
+// attnkern.h: softcap, then + bias + ALiBi.
+template <class V, class Cfg>
+inline void AttentionItem<V, Cfg>::modify_scores(std::int64_t r, std::int64_t j0, std::int64_t a,
+                                                 std::int64_t e) {
+  float *s = scores_ + r * sld_;
+  if (a_.softcap > 0.0f) softcap_scores<V>(s + a, e - a, a_.softcap);
+  if (!a_.bias && !a_.alibi_slopes) return;
+  const float *bias = a_.bias
+                          ? a_.bias + b_ * a_.bias_strides[0] + head_of(r) * a_.bias_strides[1] +
+                                query_of(r) * a_.bias_strides[2] + j0 + a
+                          : nullptr;
+  const float slope = a_.alibi_slopes ? a_.alibi_slopes[head_of(r)] : 0.0f;
+  add_bias_alibi<V>(s + a, e - a, bias, a_.alibi_slopes != nullptr, slope,
+                    j0 + a - a_.diagonal(b_, n_, query_of(r)));
+}
+
+// Row r's state before its first key with a sink logit: that of a row that
+// has weighed one key, of weight exp(sink - sink) = 1 and value 0. A -inf
+// sink weighs nothing; a NaN one makes the row NaN (its accumulator too, so
+// that out is NaN even where no key is visible).
+template <class V, class Cfg>
+inline void AttentionItem<V, Cfg>::start_with_sink(std::int64_t r, float sink) {
+  if (sink == -std::numeric_limits<float>::infinity()) return;
+  st_.m[r] = sink;
+  st_.l[r] = 1.0f;
+  if (sink != sink) {
+    st_.l[r] = sink;
+    for (std::int64_t d = 0; d < p_.dv_pad; ++d) st_.acc[r * p_.dv_pad + d] = sink;
+  }
+}
+
 // acc_r += sum over weighed keys j of w_rj v_j, skipping zero weights.
 template <class V, class Cfg> inline void AttentionItem<V, Cfg>::exact_pv(std::int64_t bk) {
   for (std::int64_t r = 0; r < rows_; ++r) {
@@ -122,14 +150,13 @@ template <class V, class Cfg> inline void AttentionItem<V, Cfg>::exact_pv(std::i
 
 template <class V, class Cfg> inline void AttentionItem<V, Cfg>::finish_rows() {
   for (std::int64_t r = 0; r < rows_; ++r) {
-    float *out = a_.out + b_ * a_.o_strides[0] + head_of(r) * a_.o_strides[1] +
-                 query_of(r) * a_.o_strides[2];
+    float *out = a_.out_row(b_, head_of(r), query_of(r));
     bool finite;
     const float lse =
         finish_row<V>(st_.m[r], st_.l[r], st_.acc + r * p_.dv_pad, a_.dv, out, &finite);
     if (std::isfinite(lse) && !finite)
       recompute_overflowed_entries(a_, b_, head_of(r), query_of(r), st_.m[r], out);
-    if (a_.lse) a_.lse[(b_ * a_.heads + head_of(r)) * a_.q_len + query_of(r)] = lse;
+    if (a_.lse) a_.lse[a_.lse_index(b_, head_of(r), query_of(r))] = lse;
     if (a_.probs) finish_probs<V>(probs_row(r), a_.kv_len, lse, st_.l[r]);
   }
 }

@@ -1,5 +1,6 @@
 // Which keys each query of an attention call sees: the causal masks, the
-// sliding window and the per-entry key counts (kv_lens) as one range.
+// sliding window and the per-entry key counts (kv_lens, cu_seqlens) as one
+// range.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +16,10 @@ struct KeyRange {
   std::int64_t lo, hi;
 };
 
-inline KeyRange visible_keys(const AttentionArgs &a, std::int64_t n, std::int64_t i) {
-  const std::int64_t d = a.mask == 2 ? i + (n - a.q_len) : i;
+// n: the entry's key count (AttentionArgs::keys_of).
+inline KeyRange visible_keys(const AttentionArgs &a, std::int64_t b, std::int64_t n,
+                             std::int64_t i) {
+  const std::int64_t d = a.diagonal(b, n, i);
   std::int64_t hi = n;
   if (a.mask != 0) hi = min64(hi, d + 1);
   if (a.window_right >= 0) hi = min64(hi, d + a.window_right + 1);

@@ -9,7 +9,11 @@
 // optionally paged (page size, pool layout with gaps, shuffled page ids, -1
 // for pages no visible key needs, junk past the pages of kv_len, and a few
 // ids overwritten with ones out of range); an input that ends before them
-// keeps fp32, unpaged K and V, as the committed inputs had. The reference
+// keeps fp32, unpaged K and V, as the committed inputs had. After them come
+// the score modifiers (softcap, ALiBi slopes, sinks with -inf, +inf and NaN
+// among them) and packed sequences: queries (cu_seqlens_q, q and out re-laid
+// as one tensor, no probs) and, without pages or kv_lens, keys
+// (cu_seqlens_k), with offsets now and then spoiled on purpose. The reference
 // reads the stored (rounded) values. The call must then:
 // - when the descriptor is one the generator made invalid on purpose (an
 //   unknown mask, heads not a multiple of kv heads, a negative scale, a
@@ -43,6 +47,7 @@
 
 #include "../../src/convert/half.hpp"
 #include "attnkern.h"
+#include "fuzz/fuzz_attention_data.hpp"
 #include "fuzz/fuzz_support.hpp"
 #include "reference_attention.hpp"
 
@@ -52,81 +57,16 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 using ak_fuzz::kCanary;
 using ak_fuzz::same_bits;
+using ak_fuzz::Special;
+using ak_fuzz::Store;
+using ak_fuzz::stored;
+using ak_fuzz::Tensor;
 constexpr double kOutTol = 1e-5, kLseTol = 1e-5, kProbsTol = 1e-6; // as tests/test_attention.cpp
 
 [[noreturn]] void fail(const char *what, long long a = 0, long long b = 0, double got = 0,
                        double want = 0) {
   ak_fuzz::fail("fuzz_attention", what, a, b, got, want);
 }
-
-// A [batch, heads, len, dim] tensor in one of three layouts: all-zero
-// strides (contiguous), head-major with each row padded, or sequence-major
-// ([batch, len, heads, dim], the layout of a fused QKV projection).
-struct Tensor {
-  std::int64_t strides[3] = {0, 0, 0};
-  std::int64_t sb = 0, sh = 0, ss = 0; // resolved
-  std::vector<float> data;
-
-  void shape(int layout, std::int64_t batch, std::int64_t heads, std::int64_t len, std::int64_t dim,
-             std::int64_t pad) {
-    switch (layout) {
-    case 0:
-      sb = heads * len * dim, sh = len * dim, ss = dim;
-      break;
-    case 1:
-      ss = dim + pad, sh = len * ss, sb = heads * sh + pad;
-      break;
-    default:
-      sh = dim + pad, ss = heads * sh, sb = len * ss + pad;
-      break;
-    }
-    if (layout != 0) strides[0] = sb, strides[1] = sh, strides[2] = ss;
-    const std::int64_t n = batch * sb + 1; // +1: never empty
-    data.assign(static_cast<std::size_t>(n), kCanary);
-  }
-  float *at(std::int64_t b, std::int64_t h, std::int64_t s) {
-    return &data[b * sb + h * sh + s * ss];
-  }
-};
-
-struct Special {
-  int tensor; // 0 q, 1 k, 2 v, 3 bias
-  std::uint32_t where;
-  float value;
-};
-
-attnkern::DType internal(ak_dtype t) { return static_cast<attnkern::DType>(static_cast<int>(t)); }
-
-// x rounded to the storage type and widened back: what the library reads.
-float stored(ak_dtype t, float x) {
-  if (t == AK_F32) return x;
-  return attnkern::half_to_float(internal(t), attnkern::float_to_half(internal(t), x));
-}
-
-// K or V as the library reads them: n elements of one storage type.
-struct Store {
-  ak_dtype type = AK_F32;
-  std::vector<float> f32;
-  std::vector<std::uint16_t> half;
-
-  Store(ak_dtype t, std::size_t n) : type(t) {
-    if (t == AK_F32)
-      f32.assign(n, kNaN);
-    else
-      half.assign(n, attnkern::float_to_half(internal(t), kNaN));
-  }
-  void set(std::size_t i, float x) {
-    if (type == AK_F32)
-      f32[i] = x;
-    else
-      half[i] = attnkern::float_to_half(internal(type), x);
-  }
-  // ak_attention takes const float * whatever the type.
-  const float *ptr() const {
-    if (type == AK_F32) return f32.empty() ? nullptr : f32.data();
-    return half.empty() ? nullptr : reinterpret_cast<const float *>(half.data());
-  }
-};
 
 } // namespace
 
@@ -247,7 +187,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *bytes, std::size_t siz
     }
   }
 
-  const bool want_lse = in.flag(), want_probs = in.flag();
+  const bool want_lse = in.flag();
+  bool want_probs = in.flag();
   const std::int64_t rows = d.batch * d.num_heads * d.q_len, kTail = 4;
   std::vector<float> lse(static_cast<std::size_t>(rows + kTail), kCanary);
   std::vector<float> probs(static_cast<std::size_t>(rows * d.kv_len + kTail), kCanary);
@@ -267,6 +208,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *bytes, std::size_t siz
   Store ks(static_cast<ak_dtype>(d.k_type), 0), vs(static_cast<ak_dtype>(d.v_type), 0);
   std::vector<std::int32_t> table;
   bool either = false; // an out-of-range id only bias-hidden keys need
+  bool page_invalid = false; // one a visible key needs
   if (!in.flag()) {
     ks = Store(ks.type, k.data.size()), vs = Store(vs.type, v.data.size());
     for (std::size_t e = 0; e < k.data.size(); ++e) ks.set(e, k.data[e]);
@@ -338,12 +280,77 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *bytes, std::size_t siz
                                   static_cast<std::int32_t>(n_pages + 7)};
       table[entry] = bad[in.in<int>(0, 3)];
       if (col < pps && by_all[entry / stride * pps + col])
-        invalid = true;
+        page_invalid = true;
       else if (col < pps && by_pos[entry / stride * pps + col])
         either = true;
     }
     d.block_table = table.data();
   }
+
+  // The score modifiers and packed sequences (also 0.2), last: an input
+  // that ends before them has none.
+  std::vector<float> slopes, sinks;
+  if (in.flag()) ref_d.softcap = d.softcap = in.real(0.5f, 50.0f);
+  if (in.flag()) {
+    for (std::int64_t h = 0; h < d.num_heads; ++h) slopes.push_back(in.real(0.0f, 0.25f));
+    ref_d.alibi_slopes = d.alibi_slopes = slopes.data();
+  }
+  if (in.flag()) {
+    for (std::int64_t h = 0; h < d.num_heads; ++h) {
+      const int kind = in.in<int>(0, 15);
+      sinks.push_back(kind == 0 ? -kInf : kind == 1 ? kInf : kind == 2 ? kNaN : in.real(-6, 6));
+    }
+    ref_d.sinks = d.sinks = sinks.data();
+  }
+  ak_fuzz::Packed packed_q, packed_k;
+  if (in.flag()) { // queries packed: q and out one [1, heads, total] tensor each
+    packed_q.pack(in, d.batch, d.q_len);
+    invalid = invalid || packed_q.invalid;
+    packed_q.repack(q, in.in<int>(0, 2), d.num_heads, d.head_dim, pad());
+    packed_q.repack(o, in.in<int>(0, 2), d.num_heads, dv, pad());
+    std::memcpy(d.q_strides, q.strides, sizeof q.strides);
+    std::memcpy(d.o_strides, o.strides, sizeof o.strides);
+    std::memcpy(ref_d.q_strides, q.strides, sizeof q.strides);
+    ref_d.cu_seqlens_q = d.cu_seqlens_q = packed_q.cu.data();
+    d.probs = ref_d.probs = nullptr, want_probs = false;
+    lse.assign(static_cast<std::size_t>(d.num_heads * packed_q.total + kTail), kCanary);
+    if (want_lse) d.lse = lse.data();
+  }
+  if (!d.block_table && kv_lens.empty() && in.flag()) { // keys packed too
+    packed_k.pack(in, d.batch, d.kv_len);
+    invalid = invalid || packed_k.invalid;
+    const int layout = in.in<int>(0, 2);
+    const std::int64_t kpad = pad();
+    packed_k.repack(k, layout, d.num_kv_heads, d.head_dim, kpad);
+    packed_k.repack(v, layout, d.num_kv_heads, dv, kpad);
+    ks = Store(ks.type, k.data.size()), vs = Store(vs.type, v.data.size());
+    for (std::size_t e = 0; e < k.data.size(); ++e) ks.set(e, k.data[e]);
+    for (std::size_t e = 0; e < v.data.size(); ++e) vs.set(e, v.data[e]);
+    std::memcpy(d.k_strides, k.strides, sizeof k.strides);
+    std::memcpy(d.v_strides, v.strides, sizeof v.strides);
+    std::memcpy(ref_d.k_strides, k.strides, sizeof k.strides);
+    std::memcpy(ref_d.v_strides, v.strides, sizeof v.strides);
+    ref_d.cu_seqlens_k = d.cu_seqlens_k = packed_k.cu.data();
+  }
+  // Pages are needed for q_len queries; packed ones (q_len_b <= q_len) may
+  // need fewer (the hull of their keys lies inside), so a bad id may be
+  // needed by none of them.
+  if (packed_q.cu.empty())
+    invalid = invalid || page_invalid;
+  else
+    either = either || page_invalid;
+  const std::int64_t lse_rows = packed_q.cu.empty() ? rows : d.num_heads * packed_q.total;
+  // Entry b's queries, where they lie in q and out, and where their lse goes.
+  const auto queries = [&](std::int64_t b) {
+    return packed_q.cu.empty() ? d.q_len : packed_q.cu[b + 1] - packed_q.cu[b];
+  };
+  const auto q_row = [&](std::int64_t b, std::int64_t i) {
+    return packed_q.cu.empty() ? i : packed_q.cu[b] + i;
+  };
+  const auto lse_at = [&](std::int64_t b, std::int64_t h, std::int64_t i) {
+    return packed_q.cu.empty() ? (b * d.num_heads + h) * d.q_len + i
+                               : h * packed_q.total + packed_q.cu[b] + i;
+  };
 
   if (ak_set_isa(isa) != AK_OK) fail("ak_set_isa");
   ak_set_num_threads(threads);
@@ -369,44 +376,49 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *bytes, std::size_t siz
   std::vector<char> written(o.data.size(), 0);
   for (std::int64_t b = 0; b < d.batch; ++b)
     for (std::int64_t h = 0; h < d.num_heads; ++h)
-      for (std::int64_t i = 0; i < d.q_len; ++i) {
+      for (std::int64_t i = 0; i < queries(b); ++i) {
         const std::int64_t row = (b * d.num_heads + h) * d.q_len + i;
         const double ref_lse = ref.lse[row];
-        const float *out = o.at(b, h, i);
+        const float *out = o.at(packed_q.cu.empty() ? b : 0, h, q_row(b, i));
+        // Logits of magnitude M are formed to within M * 2^-24 in fp32
+        // (ALiBi, sinks): the suite's tolerances scale past |lse| = 16.
+        const double big = std::isfinite(ref_lse) ? std::fmax(1.0, std::fabs(ref_lse) / 16) : 1;
         for (std::int64_t c = 0; c < dv; ++c) {
           written[out - o.data.data() + c] = 1;
           const double want = ref.out[row * dv + c], got = out[c];
           const bool ok = std::isnan(want)   ? std::isnan(got)
                           : ref_lse == -kInf ? got == 0.0
                           : std::isinf(want) ? got == want // an Inf in v
-                                             : std::fabs(got - want) <= kOutTol;
+                                             : std::fabs(got - want) <= kOutTol * big;
           if (!ok) fail("out", row, c, got, want);
+        }
+        if (want_lse) {
+          const double want = ref_lse, got = lse[lse_at(b, h, i)];
+          const bool ok = std::isnan(want) ? std::isnan(got)
+                          : std::isinf(want)
+                              ? got == want
+                              : std::fabs(got - want) <= kLseTol * std::fmax(1.0, std::fabs(want));
+          if (!ok) fail("lse", row, 0, got, want);
         }
       }
   for (std::size_t e = 0; e < o.data.size(); ++e)
     if (!written[e] && o.data[e] != kCanary) fail("out padding written", static_cast<long long>(e));
-  if (want_lse)
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const double want = ref.lse[r], got = lse[r];
-      const bool ok = std::isnan(want) ? std::isnan(got)
-                      : std::isinf(want)
-                          ? got == want
-                          : std::fabs(got - want) <= kLseTol * std::fmax(1.0, std::fabs(want));
-      if (!ok) fail("lse", r, 0, got, want);
-    }
   if (want_probs)
     for (std::int64_t r = 0; r < rows; ++r) {
       const bool nan_row = std::isnan(ref.lse[r]) || ref.lse[r] == kInf;
       for (std::int64_t j = 0; j < d.kv_len; ++j) {
         const double want = ref.probs[r * d.kv_len + j], got = probs[r * d.kv_len + j];
-        const bool ok = std::isnan(want) ? std::isnan(got)
-                        : want == 0.0    ? got == 0.0 || (nan_row && std::isnan(got))
-                                         : std::fabs(got - want) <= kProbsTol;
+        const bool ok =
+            std::isnan(want) ? std::isnan(got)
+            : want == 0.0
+                ? got == 0.0 || (nan_row && std::isnan(got))
+                : std::fabs(got - want) <=
+                      kProbsTol + want * 4 * 0x1p-24 * (2 * std::fabs(ref.lse[r]) - std::log(want));
         if (!ok) fail("probs", r, j, got, want);
       }
     }
   for (std::int64_t t = 0; t < kTail; ++t) {
-    if (lse[rows + t] != kCanary) fail("lse past the end");
+    if (lse[lse_rows + t] != kCanary) fail("lse past the end");
     if (probs[rows * d.kv_len + t] != kCanary) fail("probs past the end");
   }
 
