@@ -216,9 +216,8 @@ AK_API ak_status ak_rope(int64_t batch, int64_t seq_len, int64_t num_heads, int6
    [n_tokens, dim] (ld_out). ids[t] < 0 is an unknown token and gives a
    zero row; any ids[t] >= vocab_size is AK_ERR_BAD_ARGUMENT and nothing is
    written. out must not overlap table (not checked). */
-AK_API ak_status ak_embedding(int64_t n_tokens, const int32_t *ids, int64_t vocab_size,
-                              int64_t dim, const float *table, int64_t ld_table, float *out,
-                              int64_t ld_out);
+AK_API ak_status ak_embedding(int64_t n_tokens, const int32_t *ids, int64_t vocab_size, int64_t dim,
+                              const float *table, int64_t ld_table, float *out, int64_t ld_out);
 
 /* ------------------------------------------------------------- attention */
 
