@@ -5,6 +5,7 @@
 #include "bench_common.hpp"
 #include "bench_convert.hpp"
 #include "bench_peak.hpp"
+#include "bench_rope.hpp"
 #include "bench_sgemm.hpp"
 #include "bench_softmax.hpp"
 #include "peers.hpp"
@@ -142,6 +143,7 @@ int main(int argc, char **argv) {
   akb::register_attention_benchmarks();
   akb::register_kv_cache_benchmarks();
   akb::register_convert_benchmarks();
+  akb::register_rope_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -185,6 +185,40 @@ AK_API ak_status ak_kv_cache_store(int64_t n_tokens, int64_t num_kv_heads, int64
                                    int64_t num_pages, int64_t page_size,
                                    const int64_t page_strides[3]);
 
+/* ------------------------------------------- rotary positions, embeddings */
+
+/* Which entries of a row form the pairs that ak_rope rotates. */
+typedef enum {
+  AK_ROPE_NEOX = 0,       /* (i, i + rotary_dim/2): GPT-NeoX, Llama in HF layout */
+  AK_ROPE_INTERLEAVED = 1 /* (2i, 2i + 1): GPT-J, Meta's Llama layout */
+} ak_rope_style;
+
+/* Rotary position embedding, in place, on x [batch, seq_len, num_heads,
+   head_dim] with [batch, seq, head] strides (strides NULL or all 0 =
+   contiguous; head_dim contiguous). For i < rotary_dim/2 the pair (a, b)
+   of `style` is rotated by angle = positions[b, s] * inv_freq[i]:
+     x_a' = x_a cos(angle) - x_b sin(angle), x_b' = x_a sin(angle) + x_b cos(angle).
+   positions [batch, seq_len], any int32 (NULL = 0 .. seq_len-1 in every
+   batch entry); inv_freq [rotary_dim/2] (NULL = theta^(-2i/rotary_dim),
+   rounded to float; theta must then be finite and > 0). rotary_dim even
+   and <= head_dim, 0 = head_dim (which must then be even); entries past
+   rotary_dim are never touched. Angles are formed and reduced in double:
+   within 2e-6 of float64 for |position| < 2^24 (with inv_freq <= 1; NaN or
+   inf in inv_freq makes its pairs NaN). Strides must be non-negative,
+   strides[2] >= head_dim, and distinct rows must not overlap (checked): q
+   and k may be views into one fused projection output. */
+AK_API ak_status ak_rope(int64_t batch, int64_t seq_len, int64_t num_heads, int64_t head_dim,
+                         int64_t rotary_dim, ak_rope_style style, const int32_t *positions,
+                         float theta, const float *inv_freq, float *x, const int64_t strides[3]);
+
+/* Token embedding lookup: out[t, :] = table[ids[t], :] for t < n_tokens,
+   from table [vocab_size, dim] (leading dimension ld_table) into out
+   [n_tokens, dim] (ld_out). ids[t] < 0 is an unknown token and gives a
+   zero row; any ids[t] >= vocab_size is AK_ERR_BAD_ARGUMENT and nothing is
+   written. out must not overlap table (not checked). */
+AK_API ak_status ak_embedding(int64_t n_tokens, const int32_t *ids, int64_t vocab_size, int64_t dim,
+                              const float *table, int64_t ld_table, float *out, int64_t ld_out);
+
 /* ------------------------------------------------------------- attention */
 
 typedef enum {

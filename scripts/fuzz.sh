@@ -5,7 +5,7 @@
 #
 #   scripts/fuzz.sh TARGET [SECONDS] [libFuzzer arguments...]
 #
-# TARGET is attention, softmax, sgemm or kv_store; SECONDS (default 300) the time of
+# TARGET is attention, softmax, sgemm, kv_store or rope; SECONDS (default 300) the time of
 # each of the jobs (one per core). The working corpus grows in
 # build-fuzz/corpus-TARGET (not committed), seeded from the committed one,
 # tests/fuzz/corpus/TARGET.txt (one input per line, in hex), which ctest
@@ -23,11 +23,11 @@ if [ "${1:-}" = "--hex" ]; then # an input file as one corpus line
   python3 -c 'import sys; print(open(sys.argv[1], "rb").read().hex())' "${2:?usage: scripts/fuzz.sh --hex FILE}"
   exit 0
 fi
-target="${1:?usage: scripts/fuzz.sh attention|softmax|sgemm|kv_store [SECONDS] [libFuzzer args...]}"
+target="${1:?usage: scripts/fuzz.sh attention|softmax|sgemm|kv_store|rope [SECONDS] [libFuzzer args...]}"
 shift
 case "$target" in
   attention) reference=reference_attention.cpp ;;
-  softmax | sgemm | kv_store) reference=reference.cpp ;;
+  softmax | sgemm | kv_store | rope) reference=reference.cpp ;;
   *) echo "unknown target: $target" >&2; exit 2 ;;
 esac
 seconds="${1:-300}"

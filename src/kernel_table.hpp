@@ -134,6 +134,28 @@ struct KvStoreArgs {
   std::int64_t page_strides[3]; // [page, head, slot]
 };
 
+// ak_rope's arguments after validation: rotary_dim resolved (even, > 0),
+// strides resolved and checked (rows never overlap), inv_freq always given
+// (the default table made by the C API layer).
+struct RopeArgs {
+  std::int64_t batch, seq_len, heads, head_dim, rotary_dim;
+  bool interleaved;              // pairs (2i, 2i + 1), else (i, i + rotary_dim/2)
+  const std::int32_t *positions; // [batch, seq_len]; null: s
+  const float *inv_freq;         // [rotary_dim / 2]
+  float *x;
+  std::int64_t strides[3]; // [batch, seq, head]
+};
+
+// ak_embedding's arguments after validation: every id below vocab_size.
+struct EmbeddingArgs {
+  std::int64_t n_tokens, dim;
+  const std::int32_t *ids; // < 0: a zero row
+  const float *table;
+  std::int64_t ld_table;
+  float *out;
+  std::int64_t ld_out;
+};
+
 // Where the softmax kernels write their output with streaming stores, chosen
 // per instruction set and CPU by the configuration table
 // (src/isa/config_<isa>.hpp). A threshold of 0 means never. Only where the
@@ -168,6 +190,8 @@ struct KernelTable {
   void (*convert)(DType dst_type, void *dst, DType src_type, const void *src, std::int64_t n,
                   int threads);
   void (*kv_cache_store)(const KvStoreArgs &args, int threads);
+  void (*rope)(const RopeArgs &args, int threads);
+  void (*embedding)(const EmbeddingArgs &args, int threads);
 };
 
 // One accessor per instruction-set translation unit that the build compiled.

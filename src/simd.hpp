@@ -143,6 +143,26 @@ template <class Arch> struct XsimdVec {
     return a * b + c;
   }
   static reg round(reg a) { return xsimd::nearbyint(a); }
+  // The lanes of each pair swapped: [v1 v0 v3 v2 ...] (a shuffle within
+  // 128-bit lanes everywhere). ScalarVec has no pairs, so no such op.
+  static reg swap_pairs(reg v) {
+#if defined(__AVX512F__)
+    if constexpr (width == 16) return _mm512_permute_ps(v, 0xB1);
+#endif
+#if defined(__AVX__)
+    if constexpr (width == 8) return _mm256_permute_ps(v, 0xB1);
+#endif
+#if defined(__SSE2__)
+    if constexpr (width == 4) return _mm_shuffle_ps(v, v, 0xB1);
+#endif
+#if defined(__ARM_NEON)
+    if constexpr (width == 4) return vrev64q_f32(v);
+#endif
+    alignas(64) float t[width], u[width];
+    v.store_aligned(t);
+    for (int i = 0; i < width; ++i) u[i] = t[i ^ 1];
+    return reg::load_aligned(u);
+  }
   static reg lt_select(reg a, reg b, reg t, reg f) { return xsimd::select(a < b, t, f); }
   static bool any_lt(reg a, reg b) { return xsimd::any(a < b); } // a lane with a < b
   // probe == probe is false exactly for NaN. (Not probe != probe: xsimd 8.1

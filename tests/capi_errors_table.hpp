@@ -1,7 +1,8 @@
 // The misuse table of test_capi_errors.cpp: an entry is a call that must be
 // refused, with the status, the function and the words its message must
 // hold. Entries for ak_convert and ak_kv_cache_store are made in
-// capi_errors_convert.cpp.
+// capi_errors_convert.cpp, those for ak_rope and ak_embedding in
+// capi_errors_rope.cpp.
 #pragma once
 
 #include <attnkern.h>
@@ -38,6 +39,9 @@ inline void PrintTo(const BadCase &c, std::ostream *os) { *os << c.name; }
 
 void add_convert_cases(std::vector<BadCase> &cases);
 void add_kv_cache_store_cases(std::vector<BadCase> &cases);
+// capi_errors_rope.cpp
+void add_rope_cases(std::vector<BadCase> &cases);
+void add_embedding_cases(std::vector<BadCase> &cases);
 
 } // namespace capi_errors
 } // namespace ak_test

@@ -485,6 +485,8 @@ std::vector<BadCase> all_bad_cases() {
   add_posenc_cases(cases);
   add_convert_cases(cases);
   add_kv_cache_store_cases(cases);
+  add_rope_cases(cases);
+  add_embedding_cases(cases);
   add_config_cases(cases);
   return cases;
 }

@@ -115,6 +115,24 @@ static void check_errors(void) {
   CHECK(d.cu_seqlens_q == NULL && d.cu_seqlens_k == NULL);
 }
 
+/* ak_rope and ak_embedding from C: a quarter turn of one pair, a lookup with
+   an unknown token, and a refused id. */
+static void check_rope_embedding(void) {
+  float x[4] = {1.0f, 0.0f, 7.0f, 8.0f}; /* rotary_dim 2 of head_dim 4 */
+  const float quarter_turn = 1.57079632679f;
+  const int32_t pos = 1;
+  const float table[6] = {1, 2, 3, 4, 5, 6};
+  const int32_t ids[2] = {2, -1}, bad[1] = {3};
+  float out[4] = {9, 9, 9, 9};
+  CHECK(ak_rope(1, 1, 1, 4, 2, AK_ROPE_INTERLEAVED, &pos, 0.0f, &quarter_turn, x, NULL) == AK_OK);
+  CHECK(x[0] > -1e-6f && x[0] < 1e-6f && x[1] > 1.0f - 1e-6f && x[1] < 1.0f + 1e-6f);
+  CHECK(x[2] == 7.0f && x[3] == 8.0f);
+  CHECK(ak_embedding(2, ids, 3, 2, table, 2, out, 2) == AK_OK);
+  CHECK(out[0] == 5 && out[1] == 6 && out[2] == 0 && out[3] == 0);
+  CHECK(ak_embedding(1, bad, 3, 2, table, 2, out, 2) == AK_ERR_BAD_ARGUMENT);
+  CHECK(contains(ak_last_error(), "ids[0] = 3"));
+}
+
 /* A C99 compiler lays the descriptor out as every binding expects on LP64,
    the 0.1 size included (a 0.1 program passes it as struct_size). */
 static void check_layout(void) {
@@ -140,6 +158,7 @@ int main(void) {
   check_sgemm();
   check_softmax();
   check_errors();
+  check_rope_embedding();
   check_layout();
   if (g_failures != 0) {
     fprintf(stderr, "c99_consumer: %d check(s) failed\n", g_failures);

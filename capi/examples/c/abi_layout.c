@@ -26,6 +26,7 @@ int main(void) {
   TYPE(ak_trans);
   TYPE(ak_mask);
   TYPE(ak_dtype);
+  TYPE(ak_rope_style);
   TYPE(ak_attention_desc);
   FIELD(struct_size);
   FIELD(batch);

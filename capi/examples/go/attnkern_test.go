@@ -295,9 +295,9 @@ func TestDescLayoutMatchesC(t *testing.T) {
 			t.Errorf("%s at %d; C has it at %d", name, off, want)
 		}
 	}
-	if statusSize() != c["sizeof.ak_status"] || c["sizeof.ak_dtype"] != 4 {
-		t.Errorf("sizeof(ak_status): cgo %d, C %d; sizeof(ak_dtype) %d", statusSize(),
-			c["sizeof.ak_status"], c["sizeof.ak_dtype"])
+	if statusSize() != c["sizeof.ak_status"] || c["sizeof.ak_dtype"] != 4 || c["sizeof.ak_rope_style"] != 4 {
+		t.Errorf("sizeof(ak_status): cgo %d, C %d; sizeof(ak_dtype) %d, sizeof(ak_rope_style) %d",
+			statusSize(), c["sizeof.ak_status"], c["sizeof.ak_dtype"], c["sizeof.ak_rope_style"])
 	}
 	if descSize01() != c["value.AK_ATTENTION_DESC_SIZE_0_1"] || descSize01() != offsets["k_type"] {
 		t.Errorf("AK_ATTENTION_DESC_SIZE_0_1: cgo %d, C %d, k_type at %d", descSize01(),

@@ -15,6 +15,8 @@ K/V caches may be stored in half precision: ``ak.convert(x, attnkern.BF16)``
 rounds float32 to bf16 (numpy uint16 bit patterns; f16 is numpy float16),
 ``ak.kv_cache_store`` writes new keys or values into a paged pool, and
 ``ak.attention`` takes f16/bf16 K/V and block tables (see attnkern_kv.py).
+``ak.rope`` rotates q or k in place and ``ak.embedding`` looks tokens up
+(see attnkern_rope.py).
 
 numpy is needed only by the array wrappers: ``load()``, the version, ISA and
 thread calls, and the raw functions on ``Library.lib`` work without it.
@@ -25,15 +27,17 @@ import ctypes
 import ctypes.util
 import os
 
-# attnkern_abi.py (the declarations) and attnkern_kv.py (storage types, caches,
-# attention) are part of this module: keep the three files together.
+# attnkern_abi.py (the declarations), attnkern_kv.py (storage types, caches,
+# attention) and attnkern_rope.py (rotary and token embeddings) are part of
+# this module: keep the four files together.
 from attnkern_abi import (ABI_VERSION, ATTENTION_DESC_SIZE_0_1, BF16, F16, F32,  # noqa: F401
                           OPTIONAL_PROTOTYPES, PROTOTYPES, AttentionDesc, AttnkernError,
-                          DType, Mask, Status, Trans)
+                          DType, Mask, RopeStyle, Status, Trans)
 from attnkern_kv import KVMixin, _numpy
+from attnkern_rope import RopeMixin
 
-__all__ = ["Status", "Trans", "Mask", "DType", "F32", "F16", "BF16", "AttnkernError",
-           "AttentionDesc", "ATTENTION_DESC_SIZE_0_1", "Library", "load", "ISAS",
+__all__ = ["Status", "Trans", "Mask", "DType", "RopeStyle", "F32", "F16", "BF16",
+           "AttnkernError", "AttentionDesc", "ATTENTION_DESC_SIZE_0_1", "Library", "load", "ISAS",
            "ABI_VERSION"]
 
 # Every name ak_set_isa knows, best first; which of them work depends on the CPU.
@@ -61,9 +65,10 @@ def _find_library(path=None):
                   "set AK_LIBRARY=/path/to/libattnkern.so")
 
 
-class Library(KVMixin):
+class Library(KVMixin, RopeMixin):
     """One loaded libattnkern. ``lib`` is the raw ctypes CDLL, prototypes set.
-    The storage-type, cache and attention wrappers come from KVMixin."""
+    The storage-type, cache and attention wrappers come from KVMixin, the
+    rotary and token embeddings from RopeMixin."""
 
     def __init__(self, path=None):
         self.path = _find_library(path)

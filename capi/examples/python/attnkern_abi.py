@@ -43,6 +43,12 @@ class DType(enum.IntEnum):
 F32, F16, BF16 = DType.F32, DType.F16, DType.BF16
 
 
+class RopeStyle(enum.IntEnum):
+    """ak_rope_style: which entries of a row ak_rope rotates together."""
+    NEOX = 0         # (i, i + rotary_dim/2): GPT-NeoX, Llama in HF layout
+    INTERLEAVED = 1  # (2i, 2i + 1): GPT-J, Meta's Llama layout
+
+
 class AttnkernError(RuntimeError):
     """A call returned a status other than AK_OK.
 
@@ -139,4 +145,6 @@ OPTIONAL_PROTOTYPES = {
     "ak_convert": (_enum, [_enum, ctypes.c_void_p, _enum, ctypes.c_void_p, _i64]),
     "ak_kv_cache_store": (_enum, [_i64, _i64, _i64, _fp, _i64p, _i64p, _enum,
                                   ctypes.c_void_p, _i64, _i64, _i64p]),
+    "ak_rope": (_enum, [_i64, _i64, _i64, _i64, _i64, _enum, _i32p, _f32, _fp, _fp, _i64p]),
+    "ak_embedding": (_enum, [_i64, _i32p, _i64, _i64, _fp, _i64, _fp, _i64]),
 }

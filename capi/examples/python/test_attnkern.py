@@ -38,6 +38,10 @@ import test_attnkern_kv  # noqa: E402
 test_attnkern_kv.use(ak)
 from test_attnkern_kv import (ConvertTest, HalfAndPagedAttentionTest,  # noqa: E402,F401
                               KVCacheStoreTest)
+import test_attnkern_rope  # noqa: E402
+
+test_attnkern_rope.use(ak)
+from test_attnkern_rope import EmbeddingTest, RopeTest  # noqa: E402,F401
 
 
 class ConfigTest(unittest.TestCase):
@@ -104,7 +108,7 @@ class ConfigTest(unittest.TestCase):
         for name, _ in D._fields_:
             self.assertEqual(getattr(D, name).offset,
                              int(c[f"offsetof.ak_attention_desc.{name}"]), name)
-        for enum_type in ("ak_status", "ak_trans", "ak_mask", "ak_dtype"):
+        for enum_type in ("ak_status", "ak_trans", "ak_mask", "ak_dtype", "ak_rope_style"):
             self.assertEqual(ctypes.sizeof(ctypes.c_int), int(c[f"sizeof.{enum_type}"]))
         self.assertEqual(attnkern.ATTENTION_DESC_SIZE_0_1,
                          int(c["value.AK_ATTENTION_DESC_SIZE_0_1"]))

@@ -24,6 +24,9 @@
 //! `u16` slices in [`Elems`]), paged or not: [`convert`], [`kv_cache_store`]
 //! and [`Attention::run_kv`] with a [`Paged`] block table.
 //!
+//! [`rope`] rotates q or k in place (rotary position embeddings) and
+//! [`embedding`] looks tokens up in an embedding table.
+//!
 //! Build: `ATTNKERN_LIB_DIR=/path/to/dir/with/libattnkern.so cargo build`.
 
 pub mod sys;
@@ -330,6 +333,8 @@ pub fn log_softmax(
 
 mod attention;
 mod kv;
+mod rope;
 
 pub use attention::{Attention, Mask, Paged};
 pub use kv::{convert, convert_in_place, kv_cache_store, DType, Elems, ElemsMut, PoolLayout};
+pub use rope::{embedding, rope, Frequencies, RopeLayout, RopeStyle};

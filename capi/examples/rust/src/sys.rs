@@ -51,6 +51,15 @@ pub enum ak_dtype {
     AK_BF16 = 2,
 }
 
+/// `ak_rope_style`: which entries of a row `ak_rope` rotates together; only
+/// ever passed *to* the library.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ak_rope_style {
+    AK_ROPE_NEOX = 0,
+    AK_ROPE_INTERLEAVED = 1,
+}
+
 /// `ak_attention_desc`, field for field (the 4 bytes of padding after
 /// `struct_size` come from `repr(C)` exactly as from the C compiler).
 /// Initialise with [`ak_attention_desc_init_sized`], then set fields.
@@ -132,6 +141,33 @@ pub type ak_kv_cache_store_fn = unsafe extern "C" fn(
     page_strides: *const i64,
 ) -> ak_status;
 
+/// `ak_rope`.
+pub type ak_rope_fn = unsafe extern "C" fn(
+    batch: i64,
+    seq_len: i64,
+    num_heads: i64,
+    head_dim: i64,
+    rotary_dim: i64,
+    style: ak_rope_style,
+    positions: *const i32,
+    theta: f32,
+    inv_freq: *const f32,
+    x: *mut f32,
+    strides: *const i64,
+) -> ak_status;
+
+/// `ak_embedding`.
+pub type ak_embedding_fn = unsafe extern "C" fn(
+    n_tokens: i64,
+    ids: *const i32,
+    vocab_size: i64,
+    dim: i64,
+    table: *const f32,
+    ld_table: i64,
+    out: *mut f32,
+    ld_out: i64,
+) -> ak_status;
+
 /// `ak_convert` of the library loaded, or `None` from a 0.1 library. The
 /// functions added in 0.2 are looked up at run time rather than linked: ABI
 /// version 1 covers 0.1 libraries too, and this crate must link and run
@@ -146,6 +182,19 @@ pub fn ak_convert() -> Option<ak_convert_fn> {
 pub fn ak_kv_cache_store() -> Option<ak_kv_cache_store_fn> {
     optional::lookup(&optional::KV_CACHE_STORE, b"ak_kv_cache_store\0")
         .map(|f| unsafe { std::mem::transmute::<*mut c_void, ak_kv_cache_store_fn>(f) })
+}
+
+/// `ak_rope` of the library loaded, or `None` from a library that predates it.
+pub fn ak_rope() -> Option<ak_rope_fn> {
+    optional::lookup(&optional::ROPE, b"ak_rope\0")
+        .map(|f| unsafe { std::mem::transmute::<*mut c_void, ak_rope_fn>(f) })
+}
+
+/// `ak_embedding` of the library loaded, or `None` from a library that
+/// predates it.
+pub fn ak_embedding() -> Option<ak_embedding_fn> {
+    optional::lookup(&optional::EMBEDDING, b"ak_embedding\0")
+        .map(|f| unsafe { std::mem::transmute::<*mut c_void, ak_embedding_fn>(f) })
 }
 
 #[cfg(unix)]
@@ -166,6 +215,8 @@ mod optional {
     /// 0: not looked up yet; 1: missing; else the address.
     pub static CONVERT: AtomicUsize = AtomicUsize::new(0);
     pub static KV_CACHE_STORE: AtomicUsize = AtomicUsize::new(0);
+    pub static ROPE: AtomicUsize = AtomicUsize::new(0);
+    pub static EMBEDDING: AtomicUsize = AtomicUsize::new(0);
 
     pub fn lookup(cache: &AtomicUsize, name: &[u8]) -> Option<*mut c_void> {
         let mut addr = cache.load(Ordering::Relaxed);
@@ -179,19 +230,27 @@ mod optional {
     }
 }
 
-// Without dlsym the two are linked like every other function.
+// Without dlsym these are linked like every other function.
 #[cfg(not(unix))]
 mod optional {
     use std::os::raw::c_void;
     pub static CONVERT: () = ();
     pub static KV_CACHE_STORE: () = ();
+    pub static ROPE: () = ();
+    pub static EMBEDDING: () = ();
     extern "C" {
         fn ak_convert();
         fn ak_kv_cache_store();
+        fn ak_rope();
+        fn ak_embedding();
     }
     pub fn lookup(_: &(), name: &[u8]) -> Option<*mut c_void> {
-        let f: unsafe extern "C" fn() =
-            if name.starts_with(b"ak_convert") { ak_convert } else { ak_kv_cache_store };
+        let f: unsafe extern "C" fn() = match name {
+            b"ak_convert\0" => ak_convert,
+            b"ak_kv_cache_store\0" => ak_kv_cache_store,
+            b"ak_rope\0" => ak_rope,
+            _ => ak_embedding,
+        };
         Some(f as *mut c_void)
     }
 }

@@ -309,7 +309,7 @@ fn attention_desc_layout_matches_c() {
             c["value.AK_ATTENTION_DESC_SIZE_0_1"],
             "AK_ATTENTION_DESC_SIZE_0_1"
         );
-        for e in ["ak_status", "ak_trans", "ak_mask", "ak_dtype"] {
+        for e in ["ak_status", "ak_trans", "ak_mask", "ak_dtype", "ak_rope_style"] {
             assert_eq!(c[&format!("sizeof.{e}")], std::mem::size_of::<sys::ak_status>(), "{e}");
         }
         assert_eq!(std::mem::size_of::<sys::ak_trans>(), c["sizeof.ak_trans"]);
