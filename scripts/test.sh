@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Builds attnkern and runs the whole test suite.
-#   scripts/test.sh              Release build in build-test/
-#   scripts/test.sh --sanitize   the same tests with -fsanitize=address,undefined
-#                                in build-asan/ (Debug-level checks, -O1)
-#   scripts/test.sh --clang      the same tests built with Clang and its OpenMP
-#                                runtime (libomp) in build-clang/, Release
+#   scripts/test.sh              Release build with the default compiler (GCC on
+#                                Debian) in build-test/
+#   scripts/test.sh --sanitize   the same tests built with Clang and its OpenMP
+#                                runtime (libomp) under -fsanitize=address,undefined
+#                                in build-asan/ (-O1): the second compiler, the
+#                                second OpenMP runtime and the sanitizers in one build
+#   scripts/test.sh --clang      the same tests built with Clang and libomp in
+#                                build-clang/, Release
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [[ "${1:-}" == "--clang" ]]; then
+if [[ "${1:-}" == "--clang" || "${1:-}" == "--sanitize" ]]; then
   scripts/install-deps.sh --clang
 else
   scripts/install-deps.sh
@@ -20,7 +23,7 @@ if [[ "${1:-}" == "--clang" ]]; then
   CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DAK_WERROR=ON >/dev/null
 elif [[ "${1:-}" == "--sanitize" ]]; then
   dir=build-asan
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+  CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
     -DAK_SANITIZE=address,undefined -DAK_WERROR=ON >/dev/null
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -34,5 +37,6 @@ exclude=()
 # The FetchContent subproject test builds the whole library once more (about
 # 4 minutes on 2 cores): the Release run covers it; Clang's run checks the
 # library itself with another compiler and OpenMP runtime.
+# (Sanitizer builds do not register it, nor the install test.)
 [[ "${1:-}" == "--clang" ]] && exclude=(-E '^subproject_consume$')
 ctest -j"$jobs" --output-on-failure --timeout 600 "${exclude[@]}"

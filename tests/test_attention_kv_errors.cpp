@@ -233,6 +233,12 @@ std::vector<BadCase> bad_cases() {
   c.cu_k = {0, 7, 10};
   c.kv_lens.clear();
   add("block_table_with_cu_seqlens_k", AK_ERR_BAD_ARGUMENT, {"block_table", "cu_seqlens_k"}, c);
+  c = valid_paged(); // packed queries over pages: batch 1's second page is still needed
+  c.cu_q = {0, 2, 7}, c.with_probs = false;
+  set3(c.d.q_strides, 0, 7 * 6, 6);
+  set3(c.d.o_strides, 0, 7 * 4, 4);
+  c.block_table[5] = -1;
+  add("block_table_5_neg1_packed_queries", AK_ERR_BAD_ARGUMENT, {"block_table"}, c);
   c = valid_packed(); // 9 packed queries: rows past the first 9 would be out of q's span
   c.cu_q = {0, 5, 9};
   c.d.q_strides[1] = kI64Min / 2;
@@ -419,6 +425,15 @@ std::vector<GoodCase> good_cases() {
     c.d.num_pages = paged.d.num_pages, c.block_table = paged.block_table;
   }
   cases.push_back({"packed_queries_paged_keys", c});
+  // Pages align per sequence: entry 0's 2 queries (of q_len 5) with a
+  // window of 0 see keys 5 and 6 only, so its page 1 (keys 2, 3), which 5
+  // queries would need, is never read.
+  c = valid_paged();
+  c.cu_q = {0, 2, 7}, c.with_probs = false, c.d.window_left = 0;
+  set3(c.d.q_strides, 0, 7 * 6, 6);
+  set3(c.d.o_strides, 0, 7 * 4, 4);
+  c.block_table[0] = -1, c.block_table[1] = kI32Min;
+  cases.push_back({"packed_queries_unneeded_pages_per_sequence", c});
   return cases;
 }
 

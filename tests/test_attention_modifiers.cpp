@@ -198,6 +198,26 @@ TEST_P(AttentionModifiers, SinkEdgeCases) {
   }
 }
 
+// A +inf sink leaves out 0 even where a visible v holds Inf or NaN (every
+// key weighs exactly 0 and feeds nothing), split decode included.
+TEST_P(AttentionModifiers, InfiniteSinkOutweighsInfiniteValues) {
+  for (std::int64_t kv_len : {100, 1300}) {
+    KvCase c;
+    c.heads = 2, c.q_len = 1, c.kv_len = kv_len, c.head_dim = 16, c.sinks = {kInf, 0.0f};
+    SCOPED_TRACE(describe(c));
+    KvProblem p = make_problem(c);
+    p.v.set(5 * 16 + 3, kInf), p.v_ref[5 * 16 + 3] = kInf;
+    p.v.set(7 * 16 + 4, kNaN), p.v_ref[7 * 16 + 4] = kNaN;
+    ASSERT_EQ(run(p), AK_OK) << ak_last_error();
+    for (std::int64_t e = 0; e < 16; ++e) EXPECT_EQ(p.out[static_cast<std::size_t>(e)], 0.0f) << e;
+    EXPECT_EQ(p.lse[0], kInf);
+    // Head 1 (sink 0) weighs those values: its columns 3 and 4 are not numbers.
+    EXPECT_TRUE(std::isinf(p.out[static_cast<std::size_t>(p.os.h + 3)]) ||
+                std::isnan(p.out[static_cast<std::size_t>(p.os.h + 3)]));
+    EXPECT_TRUE(std::isnan(p.out[static_cast<std::size_t>(p.os.h + 4)]));
+  }
+}
+
 // softcap keeps a +inf score finite: q . k = +inf gives the score softcap,
 // and the row a finite mean of the values.
 TEST_P(AttentionModifiers, SoftcapSaturatesInfiniteScores) {
@@ -231,10 +251,14 @@ TEST_P(AttentionModifiers, PackedSequencesSameBitsForThreadCounts) {
   chunked.q_lens = {16, 16, 1, 0, 5}, chunked.kv_lens = {40, 200, 7, 0, 64};
   chunked.q_len = 16, chunked.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT, chunked.page_size = 16;
   chunked.k_type = chunked.v_type = AK_BF16, chunked.softcap = 10.0f;
+  // Few items (2 entries, 4 heads), so that 2 and 3 threads take items of
+  // half the rows: empty query blocks then differ with the thread count.
+  KvCase few = varlen;
+  few.batch = 2, few.q_lens = {3, 200}, few.k_lens = {3, 200};
   KvCase decode = chunked;
   decode.q_lens = {1, 1, 1, 0, 1}, decode.q_len = 1, decode.kv_len = 2100;
   decode.kv_lens = {2100, 1500, 40, 0, 1025};
-  for (const KvCase &c : {varlen, chunked, decode}) {
+  for (const KvCase &c : {varlen, few, chunked, decode}) {
     SCOPED_TRACE(describe(c));
     KvProblem p = make_problem(c);
     EXPECT_TRUE(same_bits_for_thread_counts(p));

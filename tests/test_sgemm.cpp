@@ -598,6 +598,27 @@ std::int64_t skinny_m_max() {
   return std::max<std::int64_t>(9, std::min<std::int64_t>(b.skinny_m, 64) + 1);
 }
 
+// The row counts the skinny sweeps take: every m up to 9 (each has a
+// kernel of its own), then the row groups' edges (groups of 8 and 4, the
+// 32 rows B stored n x k takes) up to the skinny limit and one past it.
+// Under the sanitizers (kSanitized) fewer of the small ones.
+std::vector<std::int64_t> skinny_ms() {
+  const std::int64_t m_max = skinny_m_max();
+  std::vector<std::int64_t> ms;
+  const auto add = [&](std::int64_t m) {
+    if (m >= 1 && m <= m_max && std::find(ms.begin(), ms.end(), m) == ms.end()) ms.push_back(m);
+  };
+  if (kSanitized)
+    for (std::int64_t m : {1, 2, 3, 4, 5, 8, 9, 13, 16, 17, 32, 33}) add(m);
+  else
+    for (std::int64_t m :
+         {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 20, 24, 25, 31, 32, 33, 40, 45})
+      add(m);
+  add(m_max - 1);
+  add(m_max);
+  return ms;
+}
+
 // Like varied(), with alpha mostly != 1, beta in {0, 1, 0.5} and every
 // leading dimension padded.
 GemmCase varied_skinny(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
@@ -623,9 +644,8 @@ const std::int64_t kSkinnySizes[] = {1,  2,  3,  6,  15, 16, 17, 18,  31,  32,  
 // For each small m and transpose pair: every awkward n with a fixed k, and
 // every awkward k with a fixed n.
 TEST_P(SgemmSkinny, EachDimension) {
-  const std::int64_t m_max = skinny_m_max();
   Sweep sweep(varied_skinny, 60000);
-  for (std::int64_t m = 1; m <= m_max; ++m)
+  for (const std::int64_t m : skinny_ms())
     for (int t = 0; t < 4; ++t)
       for (std::int64_t s : kSkinnySizes) {
         const std::int64_t other = (m + t + s) % 2 ? 33 : 17;
@@ -636,11 +656,10 @@ TEST_P(SgemmSkinny, EachDimension) {
 
 // Random (n, k) pairs from the awkward sizes.
 TEST_P(SgemmSkinny, RandomPairs) {
-  const std::int64_t m_max = skinny_m_max();
   std::mt19937 rng(7);
   const std::size_t count = sizeof kSkinnySizes / sizeof kSkinnySizes[0];
   Sweep sweep(varied_skinny, 70000);
-  for (std::int64_t m = 1; m <= m_max; ++m)
+  for (const std::int64_t m : skinny_ms())
     for (int t = 0; t < 4; ++t)
       for (int r = 0; r < 2; ++r) {
         const std::int64_t n = kSkinnySizes[rng() % count], k = kSkinnySizes[rng() % count];
@@ -667,9 +686,8 @@ TEST_P(SgemmSkinny, LargeSquarish) {
 // k (skinny_k_block; the one for B stored k x n walks k 8 or 32 rows at a
 // time).
 TEST_P(SgemmSkinny, DeepK) {
-  const std::int64_t m_max = skinny_m_max();
   Sweep sweep(varied_skinny, 85000);
-  for (std::int64_t m = 1; m <= m_max; ++m)
+  for (const std::int64_t m : skinny_ms())
     for (int t = 0; t < 4; ++t) sweep.run(t & 1, t & 2, m, m % 2 ? 19 : 33, 4099);
 }
 
@@ -739,13 +757,12 @@ GemmCase aliased_skinny(bool ta, bool tb, std::int64_t m, std::int64_t n, std::i
   return g;
 }
 
-// Aliased row strides of A for every small m; k = 1024 also makes the copy's
-// own unpadded stride alias, k = 1000 does not; n = 1024 makes the rows of
-// the running sums alias (padded too).
+// Aliased row strides of A for the skinny row counts; k = 1024 also makes
+// the copy's own unpadded stride alias, k = 1000 does not; n = 1024 makes
+// the rows of the running sums alias (padded too).
 TEST_P(SgemmSkinny, AliasedRowStrides) {
-  const std::int64_t m_max = skinny_m_max();
   Sweep sweep(aliased_skinny, 87000);
-  for (std::int64_t m = 1; m <= m_max; ++m)
+  for (const std::int64_t m : skinny_ms())
     for (int t = 0; t < 4; ++t)
       for (const std::int64_t k : {1000, 1024})
         sweep.run(t & 1, t & 2, m, k == 1000 ? 1024 : m % 2 ? 37 : 64, k);
@@ -761,13 +778,18 @@ TEST_P(SgemmSkinny, DeterministicAcrossThreadsAndCalls) {
   const auto a = random_normal(static_cast<std::size_t>(45 * k), 90);
   const auto b = random_normal(static_cast<std::size_t>(k * n), 91);
   const auto c0 = random_normal(static_cast<std::size_t>(45 * n), 92);
-  for (const std::int64_t m : {1, 4, 8, 13, 32, 45})
+  // (Under the sanitizers: the widest groups, and one repeated call.)
+  const std::vector<std::int64_t> ms = kSanitized ? std::vector<std::int64_t>{1, 13, 45}
+                                                  : std::vector<std::int64_t>{1, 4, 8, 13, 32, 45};
+  const std::vector<int> calls =
+      kSanitized ? std::vector<int>{1, 2, 2} : std::vector<int>{1, 2, 1, 2};
+  for (const std::int64_t m : ms)
     for (int t = 0; t < 4; ++t)
       for (const float beta : {0.0f, 0.5f}) {
         const bool ta = t & 1, tb = t & 2;
         SCOPED_TRACE(describe({ta, tb, m, n, k, 1.25f, beta, 0, 0, 0}));
         std::vector<float> first;
-        for (const int threads : {1, 2, 1, 2}) {
+        for (const int threads : calls) {
           ASSERT_EQ(ak_set_num_threads(threads), AK_OK);
           std::vector<float> c(c0.begin(), c0.begin() + m * n);
           ASSERT_EQ(ak_sgemm(ta ? AK_TRANS : AK_NO_TRANS, tb ? AK_TRANS : AK_NO_TRANS, m, n, k,

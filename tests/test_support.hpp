@@ -31,6 +31,22 @@ std::string isa_name(const ::testing::TestParamInfo<std::string> &info);
   INSTANTIATE_TEST_SUITE_P(Isa, suite, ::testing::ValuesIn(::ak_test::supported_isas()),           \
                            ::ak_test::isa_name)
 
+// Whether this build runs under AddressSanitizer (CI's sanitizer stage, at
+// -O1 and several times slower): there the heaviest sweeps, whose float64
+// references cost m n k each, take a sample of their cases. The sample
+// keeps every kernel shape and edge; the Release and Clang runs take all.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
 // n floats ~ N(0, scale^2) from a seeded generator.
 std::vector<float> random_normal(std::size_t n, std::uint32_t seed, float scale = 1.0f);
 

@@ -44,6 +44,7 @@ void merge_chunks(const AttentionArgs &a, const AttentionPlan<Cfg> &p, const flo
     const float *pc = rowp + c * stride;
     if (pc[1] == 0.0f && pc[0] == ninf) continue; // chunk saw no key
     const float w = std::exp(pc[0] - shift);
+    if (w == 0.0f) continue; // a chunk of weight 0 feeds nothing, Inf in its sums included
     l += pc[1] * w;
     for (std::int64_t d = 0; d < a.dv; ++d) acc[d] += pc[2 + d] * w;
   }

@@ -10,6 +10,7 @@
 #include "../gemm/gemm_common.hpp"
 #include "../kernel_table.hpp"
 #include "kv_staging.hpp"
+#include "score_modifiers.hpp"
 #include "visible_keys.hpp"
 
 namespace attnkern {
@@ -68,8 +69,7 @@ inline void recompute_overflowed_entries(const AttentionArgs &a, std::int64_t b,
         part[x] += static_cast<double>(q[d + x] * a.scale) * kv(a.k_src, j, d + x);
     for (; d < a.dk; ++d) part[0] += static_cast<double>(q[d] * a.scale) * kv(a.k_src, j, d);
     float sj = static_cast<float>((part[0] + part[1]) + (part[2] + part[3]));
-    if (a.softcap > 0.0f)
-      sj = static_cast<float>(a.softcap * std::tanh(static_cast<double>(sj) / a.softcap));
+    if (a.softcap > 0.0f) softcap_scores<V>(&sj, 1, a.softcap); // as the kernel caps it
     if (bias) sj += bias[j];
     if (a.alibi_slopes) sj += slope * static_cast<float>(j - diag);
     return sj;

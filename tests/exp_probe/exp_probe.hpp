@@ -26,6 +26,8 @@ struct ExpProbe {
   // The bound, in ulp, that exp keeps: 2, or half an ulp and a hair on
   // scalar, which computes it in double too.
   double exp_ulp;
+  // s[i] = cap * tanh(s[i] / cap) by softcap_scores (ak_attention's softcap).
+  void (*softcap)(float *s, std::size_t n, float cap);
 };
 
 // Every instruction set this build compiled.
