@@ -3,16 +3,24 @@ package attnkern
 /*
 #include "attnkern.h"
 
-// ak_attention with the Go-memory pointers (lse, block_table) passed
-// separately: cgo forbids passing C a Go struct that holds Go pointers, so
-// the descriptor travels without them and they are filled in on the C side,
-// in a C copy. k and v are void: their type is d->k_type / d->v_type.
+// ak_attention with the Go-memory pointers (lse, block_table, the per-head
+// arrays, the sequence offsets) passed separately: cgo forbids passing C a Go
+// struct that holds Go pointers, so the descriptor travels without them and
+// they are filled in on the C side, in a C copy. k and v are void: their type
+// is d->k_type / d->v_type.
 static ak_status go_ak_attention(const ak_attention_desc *d, const float *q,
                                  const void *k, const void *v, float *out,
-                                 float *lse, const int32_t *block_table) {
+                                 float *lse, const int32_t *block_table,
+                                 const float *alibi_slopes, const float *sinks,
+                                 const int32_t *cu_seqlens_q,
+                                 const int32_t *cu_seqlens_k) {
   ak_attention_desc c = *d;
   c.lse = lse;
   c.block_table = block_table;
+  c.alibi_slopes = alibi_slopes;
+  c.sinks = sinks;
+  c.cu_seqlens_q = cu_seqlens_q;
+  c.cu_seqlens_k = cu_seqlens_k;
   return ak_attention(&c, q, (const float *)k, (const float *)v, out);
 }
 */
@@ -31,12 +39,36 @@ const (
 
 // Attention is scaled dot-product attention over contiguous
 // [batch, heads, seq, dim] tensors: out = softmax(scale * q k^T, masked) v.
+// The zero values of the fields from Softcap on leave them out.
 type Attention struct {
 	Batch, NumHeads, NumKVHeads int // NumKVHeads divides NumHeads; 0 = NumHeads
 	QLen, KVLen                 int
 	HeadDim, HeadDimV           int     // HeadDimV 0 = HeadDim
 	Scale                       float32 // 0 = 1/sqrt(HeadDim)
 	Mask                        Mask
+
+	// Softcap > 0 maps each scaled score s to Softcap*tanh(s/Softcap).
+	Softcap float32
+	// AlibiSlopes, [NumHeads], adds AlibiSlopes[h]*(j - d(i)) to each score,
+	// d(i) the query's aligned diagonal (shifted by n - QLen for
+	// MaskCausalBottomRight).
+	AlibiSlopes []float32
+	// Sinks, [NumHeads], are logits that join each row's softmax normalizer
+	// with no value: a row's weights sum to less than 1, and a row with no
+	// visible key gets out 0 and lse Sinks[h].
+	Sinks []float32
+	// CuSeqlensQ packs a variable-length batch: [Batch+1] row offsets,
+	// CuSeqlensQ[0] = 0, non-decreasing. Sequence b's queries are rows
+	// CuSeqlensQ[b] .. CuSeqlensQ[b+1]-1 of q and out, in the layout
+	// TokenMajor says; QLen is the longest sequence (an upper bound) and lse
+	// is [heads, total rows].
+	CuSeqlensQ []int32
+	// CuSeqlensK packs the keys and values likewise (KVLen the longest);
+	// not with a paged cache.
+	CuSeqlensK []int32
+	// TokenMajor lays packed tensors out as [total, heads, dim], as most
+	// engines keep them; false is [heads, total, dim].
+	TokenMajor bool
 }
 
 func (a *Attention) kvHeads() int {
@@ -65,11 +97,47 @@ func (a *Attention) desc() C.ak_attention_desc {
 	d.head_dim_v = C.int64_t(a.HeadDimV)
 	d.scale = C.float(a.Scale)
 	d.mask = C.int32_t(a.Mask)
+	d.softcap = C.float(a.Softcap)
 	return d
+}
+
+// packedRows is the row count of a tensor packed by cu (its last entry), or
+// -1 where cu is nil; cu must have batch + 1 entries. A negative or
+// decreasing cu is the library's to report.
+func packedRows(fn, name string, cu []int32, batch int) (int, error) {
+	if cu == nil {
+		return -1, nil
+	}
+	if len(cu) != batch+1 {
+		return 0, shapeError("%s: %s has %d entries for a batch of %d (needs batch + 1)", fn, name,
+			len(cu), batch)
+	}
+	if cu[batch] < 0 {
+		return 0, nil
+	}
+	return int(cu[batch]), nil
+}
+
+// packedStrides are the C strides of a packed [total, heads, dim] tensor
+// (token-major) or [heads, total, dim] (all 0: contiguous).
+func (a *Attention) packedStrides(heads, dim int) [3]C.int64_t {
+	if !a.TokenMajor {
+		return [3]C.int64_t{}
+	}
+	return [3]C.int64_t{0, C.int64_t(dim), C.int64_t(heads * dim)}
+}
+
+func ptr32(s []int32) *C.int32_t {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.int32_t)(unsafe.Pointer(&s[0]))
 }
 
 // Run computes out [batch, heads, q_len, d_v] from fp32 k and v; lse, if not
 // nil, receives the [batch, heads, q_len] log-sum-exps of the scaled scores.
+// With CuSeqlensQ, q and out are [total, heads, dim] (or [heads, total, dim])
+// and lse [heads, total].
 func (a *Attention) Run(q, k, v, out, lse []float32) error {
 	return a.RunKV(q, F32Elems(k), F32Elems(v), nil, out, lse)
 }
@@ -92,14 +160,40 @@ func (a *Attention) RunKV(q []float32, k, v Elems, paged *Paged, out, lse []floa
 		n    int
 		dims []int
 	}
+	totalQ, err := packedRows(fn, "CuSeqlensQ", a.CuSeqlensQ, b)
+	if err != nil {
+		return err
+	}
+	totalK, err := packedRows(fn, "CuSeqlensK", a.CuSeqlensK, b)
+	if err != nil {
+		return err
+	}
 	sizes := []sized{
 		{"q", len(q), []int{b, h, a.QLen, a.HeadDim}},
 		{"out", len(out), []int{b, h, a.QLen, dv}},
 	}
-	if lse != nil {
-		sizes = append(sizes, sized{"lse", len(lse), []int{b, h, a.QLen}})
+	if totalQ >= 0 {
+		sizes = []sized{{"q", len(q), []int{totalQ, h, a.HeadDim}}, {"out", len(out), []int{totalQ, h, dv}}}
 	}
-	if paged == nil {
+	if lse != nil {
+		if totalQ >= 0 {
+			sizes = append(sizes, sized{"lse", len(lse), []int{h, totalQ}})
+		} else {
+			sizes = append(sizes, sized{"lse", len(lse), []int{b, h, a.QLen}})
+		}
+	}
+	for _, x := range []struct {
+		name string
+		s    []float32
+	}{{"AlibiSlopes", a.AlibiSlopes}, {"Sinks", a.Sinks}} {
+		if x.s != nil {
+			sizes = append(sizes, sized{x.name, len(x.s), []int{h}})
+		}
+	}
+	if paged == nil && totalK >= 0 {
+		sizes = append(sizes, sized{"k", k.Len(), []int{totalK, hk, a.HeadDim}},
+			sized{"v", v.Len(), []int{totalK, hk, dv}})
+	} else if paged == nil {
 		sizes = append(sizes, sized{"k", k.Len(), []int{b, hk, a.KVLen, a.HeadDim}},
 			sized{"v", v.Len(), []int{b, hk, a.KVLen, dv}})
 	} else {
@@ -150,6 +244,12 @@ func (a *Attention) RunKV(q []float32, k, v Elems, paged *Paged, out, lse []floa
 	}
 	d := a.desc()
 	d.k_type, d.v_type = C.int32_t(k.Type), C.int32_t(v.Type)
+	if a.CuSeqlensQ != nil {
+		d.q_strides, d.o_strides = a.packedStrides(h, a.HeadDim), a.packedStrides(h, dv)
+	}
+	if a.CuSeqlensK != nil && paged == nil {
+		d.k_strides, d.v_strides = a.packedStrides(hk, a.HeadDim), a.packedStrides(hk, dv)
+	}
 	var table *C.int32_t
 	if paged != nil {
 		if len(paged.BlockTable) > 0 {
@@ -167,7 +267,8 @@ func (a *Attention) RunKV(q []float32, k, v Elems, paged *Paged, out, lse []floa
 		}
 	}
 	return call(func() C.ak_status {
-		return C.go_ak_attention(&d, ptr(q), k.ptr(), v.ptr(), ptr(out), ptr(lse), table)
+		return C.go_ak_attention(&d, ptr(q), k.ptr(), v.ptr(), ptr(out), ptr(lse), table,
+			ptr(a.AlibiSlopes), ptr(a.Sinks), ptr32(a.CuSeqlensQ), ptr32(a.CuSeqlensK))
 	})
 }
 

@@ -14,7 +14,8 @@ raises AttnkernError carrying the status and ak_last_error()'s text.
 K/V caches may be stored in half precision: ``ak.convert(x, attnkern.BF16)``
 rounds float32 to bf16 (numpy uint16 bit patterns; f16 is numpy float16),
 ``ak.kv_cache_store`` writes new keys or values into a paged pool, and
-``ak.attention`` takes f16/bf16 K/V and block tables (see attnkern_kv.py).
+``ak.attention`` takes f16/bf16 K/V and block tables, softcap, ALiBi slopes,
+sink logits and packed variable-length batches (see attnkern_kv.py).
 ``ak.rope`` rotates q or k in place and ``ak.embedding`` looks tokens up
 (see attnkern_rope.py).
 

@@ -139,7 +139,9 @@ class KVMixin:
 
     def attention(self, q, k, v, *, num_kv_heads=None, mask=Mask.NONE, scale=0.0, out=None,
                   k_type=None, v_type=None, head_dim_v=None, block_table=None, kv_len=None,
-                  page_size=None, num_pages=None, k_page_strides=None, v_page_strides=None):
+                  page_size=None, num_pages=None, k_page_strides=None, v_page_strides=None,
+                  softcap=0.0, alibi_slopes=None, sinks=None, cu_seqlens_q=None,
+                  cu_seqlens_k=None, token_major=True, lse=None):
         """softmax(scale * q k^T, masked) v for q [b, h, q_len, d] (float32).
 
         Without block_table, k [b, hk, kv_len, d] and v [b, hk, kv_len, dv]
@@ -147,26 +149,91 @@ class KVMixin:
         v_type saying BF16 or F16. With block_table (int32 [b, pages per
         sequence], its row length the block_table_stride), k and v are pools
         (see the module's text) and kv_len must be given; key j of sequence b
-        is slot j % page_size of page block_table[b, j // page_size]."""
+        is slot j % page_size of page block_table[b, j // page_size].
+
+        Score modifiers: softcap > 0 maps each scaled score s to softcap *
+        tanh(s / softcap); alibi_slopes (float32 [h]) adds slopes[h] * (j -
+        d(i)), d(i) the query's aligned diagonal; sinks (float32 [h]) are
+        logits that join each row's softmax normalizer with no value.
+
+        Packed variable-length batch: with cu_seqlens_q (int32 [b + 1],
+        cu_seqlens_q[0] = 0, non-decreasing) q is 3-D, sequence s's queries
+        its rows cu_seqlens_q[s] .. cu_seqlens_q[s+1] - 1: [total_q, h, d]
+        with token_major (the default), else [h, total_q, d]; out has q's
+        layout. k and v are then [b, hk, kv_len, dv] as above, or, with
+        cu_seqlens_k, packed like q ([total_k, hk, d] or [hk, total_k, d]).
+        q_len and kv_len are the longest sequences.
+
+        lse, when given, is a float32 array that receives the log-sum-exps of
+        the scores: [b, h, q_len], or [h, total_q] for a packed batch."""
         np = _numpy()
-        q = self._array(q, "q", 4)
-        b, h, q_len, d = q.shape
+        packed_q = cu_seqlens_q is not None
+        packed_k = cu_seqlens_k is not None
+        extra = {}  # arrays the descriptor points into, for the overlap check
+
+        def seqlens(cu, name, rows):
+            cu = self._array(cu, name, 1, dtype="int32")
+            if cu.shape[0] < 1:
+                raise ValueError(f"{name} needs batch + 1 >= 1 entries")
+            if int(cu[-1]) != rows:
+                raise ValueError(f"{name} ends at {int(cu[-1])}, but the tensor has {rows} rows")
+            extra[name] = cu
+            longest = int(np.diff(cu.astype(np.int64)).max()) if cu.shape[0] > 1 else 0
+            return cu, max(longest, 0)
+
+        def packed_shape(x, name, heads, dim):
+            """(rows, heads, dim) of a packed 3-D tensor, and its C strides."""
+            x = self._array(x, name, 3, dtype=None)
+            rows, hh, dd = x.shape if token_major else (x.shape[1], x.shape[0], x.shape[2])
+            if heads is not None and hh != heads:
+                raise ValueError(f"{name} has shape {x.shape}: {hh} heads, expected {heads}")
+            if dim is not None and dd != dim:
+                raise ValueError(f"{name} has shape {x.shape}: dim {dd}, expected {dim}")
+            return x, rows, hh, dd, ((0, dd, hh * dd) if token_major else (0, 0, 0))
+
+        def layout(rows, heads, dim):
+            return (rows, heads, dim) if token_major else (heads, rows, dim)
+
+        if packed_q:
+            q, total_q, h, d, q_strides = packed_shape(q, "q", None, None)
+            cu_q, q_len = seqlens(cu_seqlens_q, "cu_seqlens_q", total_q)
+            b = cu_q.shape[0] - 1
+        else:
+            if packed_k:
+                raise TypeError("cu_seqlens_k goes with cu_seqlens_q")
+            q = self._array(q, "q", 4)
+            b, h, q_len, d = q.shape
+        if q.dtype != np.float32:
+            raise TypeError(f"q must have dtype float32, not {q.dtype}")
         bt = None
+        kv_strides = {}
         if block_table is None:
             if any(a is not None for a in (kv_len, page_size, num_pages, k_page_strides,
                                            v_page_strides)):
                 raise TypeError("kv_len, page_size, num_pages and page strides go with "
                                 "block_table")
-            k = self._array(k, "k", 4, dtype=None)
-            v = self._array(v, "v", 4, dtype=None)
+            if packed_k:
+                k, total_k, hk, _, kst = packed_shape(k, "k", num_kv_heads, d)
+                v, total_v, _, dv, vst = packed_shape(v, "v", hk, head_dim_v)
+                if total_v != total_k:
+                    raise ValueError(f"v has {total_v} rows, k has {total_k}")
+                cu_k, kv_len = seqlens(cu_seqlens_k, "cu_seqlens_k", total_k)
+                if cu_k.shape != cu_q.shape:
+                    raise ValueError(f"cu_seqlens_k has {cu_k.shape[0]} entries, "
+                                     f"cu_seqlens_q {cu_q.shape[0]}")
+                kv_strides = dict(k_strides=kst, v_strides=vst,
+                                  cu_seqlens_k=cu_k.ctypes.data_as(_i32p))
+            else:
+                k = self._array(k, "k", 4, dtype=None)
+                v = self._array(v, "v", 4, dtype=None)
+                hk = k.shape[1] if num_kv_heads is None else num_kv_heads
+                kv_len, dv = k.shape[2], v.shape[3]
+                if k.shape != (b, hk, kv_len, d):
+                    raise ValueError(f"k has shape {k.shape}, expected {(b, hk, kv_len, d)}")
+                if v.shape != (b, hk, kv_len, dv):
+                    raise ValueError(f"v has shape {v.shape}, expected {(b, hk, kv_len, dv)}")
+                _expect("v", v.shape, "dv", dv, head_dim_v)
             kt, vt = _storage_type(k, "k", k_type), _storage_type(v, "v", v_type)
-            hk = k.shape[1] if num_kv_heads is None else num_kv_heads
-            kv_len, dv = k.shape[2], v.shape[3]
-            if k.shape != (b, hk, kv_len, d):
-                raise ValueError(f"k has shape {k.shape}, expected {(b, hk, kv_len, d)}")
-            if v.shape != (b, hk, kv_len, dv):
-                raise ValueError(f"v has shape {v.shape}, expected {(b, hk, kv_len, dv)}")
-            _expect("v", v.shape, "dv", dv, head_dim_v)
             paged = {}
         else:
             bt = self._array(block_table, "block_table", 2, dtype="int32")
@@ -182,15 +249,41 @@ class KVMixin:
             paged = dict(block_table=bt.ctypes.data_as(_i32p), block_table_stride=bt.shape[1],
                          page_size=ps, num_pages=n_pages, k_page_strides=kst,
                          v_page_strides=vst)
+            extra["block_table"] = bt
+            if packed_k:  # the library says why not
+                kv_strides = dict(cu_seqlens_k=self._array(
+                    cu_seqlens_k, "cu_seqlens_k", 1, dtype="int32").ctypes.data_as(_i32p))
+        out_shape = layout(total_q, h, dv) if packed_q else (b, h, q_len, dv)
         if out is None:
-            out = np.empty((b, h, q_len, dv), dtype=np.float32)
-        out = self._array(out, "out", 4, writable=True)
-        if out.shape != (b, h, q_len, dv):
-            raise ValueError(f"out has shape {out.shape}, expected {(b, h, q_len, dv)}")
-        self._disjoint(out, q=q, k=k, v=v, **({} if bt is None else {"block_table": bt}))
+            out = np.empty(out_shape, dtype=np.float32)
+        out = self._array(out, "out", len(out_shape), writable=True)
+        if out.shape != out_shape:
+            raise ValueError(f"out has shape {out.shape}, expected {out_shape}")
+        optional = {}
+        for name, x in (("alibi_slopes", alibi_slopes), ("sinks", sinks)):
+            if x is not None:
+                x = self._array(x, name, 1)
+                if x.shape[0] != h:
+                    raise ValueError(f"{name} has {x.shape[0]} entries for {h} heads")
+                extra[name] = x
+                optional[name] = self._ptr(x)
+        if lse is not None:
+            lse_shape = (h, total_q) if packed_q else (b, h, q_len)
+            lse = self._array(lse, "lse", len(lse_shape), writable=True)
+            if lse.shape != lse_shape:
+                raise ValueError(f"lse has shape {lse.shape}, expected {lse_shape}")
+            self._disjoint(lse, q=q, k=k, v=v, **extra)
+            if np.may_share_memory(lse, out):
+                raise ValueError("lse overlaps out")
+            optional["lse"] = self._ptr(lse)
+        self._disjoint(out, q=q, k=k, v=v, **extra)
+        if packed_q:
+            optional.update(cu_seqlens_q=cu_q.ctypes.data_as(_i32p), q_strides=q_strides,
+                            o_strides=(0, dv, h * dv) if token_major else (0, 0, 0))
         desc = self.attention_desc(batch=b, num_heads=h, num_kv_heads=hk, q_len=q_len,
                                    kv_len=kv_len, head_dim=d, head_dim_v=dv, scale=scale,
-                                   mask=int(mask), k_type=int(kt), v_type=int(vt), **paged)
+                                   mask=int(mask), k_type=int(kt), v_type=int(vt),
+                                   softcap=softcap, **paged, **kv_strides, **optional)
         st = self.lib.ak_attention(ctypes.byref(desc), self._ptr(q), self._ptr(k),
                                    self._ptr(v), self._ptr(out))
         self.check(st, "ak_attention")

@@ -37,7 +37,7 @@ import test_attnkern_kv  # noqa: E402
 
 test_attnkern_kv.use(ak)
 from test_attnkern_kv import (ConvertTest, HalfAndPagedAttentionTest,  # noqa: E402,F401
-                              KVCacheStoreTest)
+                              KVCacheStoreTest, PackedBatchTest, ScoreModifiersTest)
 import test_attnkern_rope  # noqa: E402
 
 test_attnkern_rope.use(ak)

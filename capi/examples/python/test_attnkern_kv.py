@@ -266,3 +266,149 @@ class HalfAndPagedAttentionTest(unittest.TestCase):
         ak.check(ak.lib.ak_attention(ctypes.byref(d), ak._ptr(q), ak._ptr(k), ak._ptr(v), ak._ptr(out)),
                  "ak_attention")
         np.testing.assert_array_equal(out, want)
+
+
+def reference(q, k, v, mask=Mask.NONE, softcap=0.0, alibi_slopes=None, sinks=None):
+    """out and lse of ak_attention in float64 for contiguous [b, h, seq, d]
+    q, k, v (kv heads repeated for grouped queries), by the header's text."""
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    b, h, q_len, d = q.shape
+    hk, kv_len = k.shape[1], k.shape[2]
+    k, v = np.repeat(k, h // hk, axis=1), np.repeat(v, h // hk, axis=1)
+    s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d)
+    if softcap > 0:
+        s = softcap * np.tanh(s / softcap)
+    i, j = np.arange(q_len)[:, None], np.arange(kv_len)[None, :]
+    diag = i + (kv_len - q_len) if mask == Mask.CAUSAL_BOTTOM_RIGHT else i
+    if alibi_slopes is not None:
+        s = s + np.asarray(alibi_slopes, np.float64)[None, :, None, None] * (j - diag)
+    if mask != Mask.NONE:
+        s = np.where(j <= diag, s, -np.inf)
+    sink = np.full(h, -np.inf) if sinks is None else np.asarray(sinks, np.float64)
+    sink = np.broadcast_to(sink[None, :, None, None], (b, h, q_len, 1))
+    m = np.maximum(s.max(axis=-1, keepdims=True), sink)
+    e = np.exp(s - m)
+    z = e.sum(axis=-1, keepdims=True) + np.exp(sink - m)
+    return (e / z) @ v, (m + np.log(z))[..., 0]
+
+
+@unittest.skipIf(np is None, "numpy is not installed")
+class ScoreModifiersTest(unittest.TestCase):
+    """softcap, ALiBi slopes and sink logits against the float64 reference."""
+    b, h, hk, q_len, kv_len, d = 2, 4, 2, 3, 7, 8
+
+    def setUp(self):
+        rng = np.random.default_rng(17)
+        self.q = rng.standard_normal((self.b, self.h, self.q_len, self.d)).astype(np.float32)
+        self.k = rng.standard_normal((self.b, self.hk, self.kv_len, self.d)).astype(np.float32)
+        self.v = rng.standard_normal((self.b, self.hk, self.kv_len, self.d)).astype(np.float32)
+        self.q *= 2  # scores past the softcap's linear range
+
+    def check(self, mask=Mask.NONE, **modifiers):
+        lse = np.empty((self.b, self.h, self.q_len), np.float32)
+        out = ak.attention(self.q, self.k, self.v, mask=mask, lse=lse, **modifiers)
+        want, want_lse = reference(self.q, self.k, self.v, mask, **modifiers)
+        np.testing.assert_allclose(out, want, rtol=0, atol=1e-5)
+        np.testing.assert_allclose(lse, want_lse, rtol=0, atol=1e-5)
+        return out
+
+    def test_softcap(self):
+        capped = self.check(Mask.CAUSAL_TOP_LEFT, softcap=1.5)
+        plain = ak.attention(self.q, self.k, self.v, mask=Mask.CAUSAL_TOP_LEFT)
+        self.assertGreater(np.abs(capped - plain).max(), 1e-3, "softcap changed nothing")
+
+    def test_alibi(self):
+        slopes = np.array([0.5, 0.25, 0.125, 0.0625], np.float32)
+        self.check(alibi_slopes=slopes)
+        self.check(Mask.CAUSAL_BOTTOM_RIGHT, alibi_slopes=slopes)
+
+    def test_sinks(self):
+        sinks = np.array([0.3, -1.0, 2.0, 0.0], np.float32)
+        self.check(sinks=sinks)
+        self.check(Mask.CAUSAL_BOTTOM_RIGHT, softcap=3.0, sinks=sinks,
+                   alibi_slopes=np.full(self.h, 0.1, np.float32))
+
+    def test_per_head_arrays_checked(self):
+        with self.assertRaisesRegex(ValueError, "sinks"):
+            ak.attention(self.q, self.k, self.v, sinks=np.zeros(self.h - 1, np.float32))
+        with self.assertRaises(TypeError):
+            ak.attention(self.q, self.k, self.v, alibi_slopes=np.zeros(self.h, np.float64))
+
+
+@unittest.skipIf(np is None, "numpy is not installed")
+class PackedBatchTest(unittest.TestCase):
+    """A packed variable-length batch gives what each sequence gives alone."""
+    h, hk, d = 4, 2, 8
+    q_lens, kv_lens = (3, 1, 4), (5, 2, 4)
+
+    def setUp(self):
+        rng = np.random.default_rng(23)
+        self.cu_q = np.concatenate([[0], np.cumsum(self.q_lens)]).astype(np.int32)
+        self.cu_k = np.concatenate([[0], np.cumsum(self.kv_lens)]).astype(np.int32)
+        # token-major [total, heads, dim], as most engines keep them
+        self.q = rng.standard_normal((self.cu_q[-1], self.h, self.d)).astype(np.float32)
+        self.k = rng.standard_normal((self.cu_k[-1], self.hk, self.d)).astype(np.float32)
+        self.v = rng.standard_normal((self.cu_k[-1], self.hk, self.d)).astype(np.float32)
+        self.modifiers = dict(mask=Mask.CAUSAL_BOTTOM_RIGHT, softcap=4.0,
+                              alibi_slopes=np.array([0.5, 0.25, 0.125, 0.0625], np.float32),
+                              sinks=np.array([0.3, -1.0, 2.0, 0.0], np.float32))
+
+    @staticmethod
+    def one(x, cu, s):
+        """Sequence s of a token-major packed tensor as [1, heads, len, dim]."""
+        return np.ascontiguousarray(x[cu[s]:cu[s + 1]].transpose(1, 0, 2)[None])
+
+    def separately(self, k_of):
+        """(out [total_q, h, d], lse [h, total_q]) sequence by sequence."""
+        outs, lses = [], []
+        for s, n in enumerate(self.q_lens):
+            k, v = k_of(s)
+            lse = np.empty((1, self.h, n), np.float32)
+            out = ak.attention(self.one(self.q, self.cu_q, s), k, v, lse=lse, **self.modifiers)
+            outs.append(out[0].transpose(1, 0, 2))
+            lses.append(lse[0])
+        return np.concatenate(outs), np.concatenate(lses, axis=1)
+
+    def test_packed_q_and_k_match_each_sequence(self):
+        want, want_lse = self.separately(
+            lambda s: (self.one(self.k, self.cu_k, s), self.one(self.v, self.cu_k, s)))
+        lse = np.empty((self.h, self.cu_q[-1]), np.float32)
+        out = ak.attention(self.q, self.k, self.v, cu_seqlens_q=self.cu_q,
+                           cu_seqlens_k=self.cu_k, lse=lse, **self.modifiers)
+        self.assertEqual(out.shape, self.q.shape)
+        np.testing.assert_allclose(out, want, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(lse, want_lse, rtol=0, atol=1e-6)
+        # The same batch head-major, [heads, total, dim].
+        hm = [np.ascontiguousarray(x.transpose(1, 0, 2)) for x in (self.q, self.k, self.v)]
+        out = ak.attention(*hm, cu_seqlens_q=self.cu_q, cu_seqlens_k=self.cu_k,
+                           token_major=False, lse=lse, **self.modifiers)
+        np.testing.assert_allclose(out.transpose(1, 0, 2), want, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(lse, want_lse, rtol=0, atol=1e-6)
+
+    def test_packed_q_with_batched_k(self):
+        # Every sequence's queries against its own [hk, kv_len, d] keys.
+        rng = np.random.default_rng(29)
+        shape = (len(self.q_lens), self.hk, 6, self.d)
+        k, v = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+        want, want_lse = self.separately(lambda s: (k[s:s + 1], v[s:s + 1]))
+        lse = np.empty((self.h, self.cu_q[-1]), np.float32)
+        out = ak.attention(self.q, k, v, cu_seqlens_q=self.cu_q, lse=lse, **self.modifiers)
+        np.testing.assert_allclose(out, want, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(lse, want_lse, rtol=0, atol=1e-6)
+
+    def test_errors(self):
+        with self.assertRaisesRegex(ValueError, "cu_seqlens_q"):  # before the call
+            ak.attention(self.q[1:], self.k, self.v, cu_seqlens_q=self.cu_q,
+                         cu_seqlens_k=self.cu_k)
+        bad = self.cu_q.copy()
+        bad[1], bad[2] = bad[2], bad[1]  # decreasing
+        with self.assertRaises(AttnkernError) as cm:
+            ak.attention(self.q, self.k, self.v, cu_seqlens_q=bad, cu_seqlens_k=self.cu_k)
+        self.assertEqual(cm.exception.status, Status.ERR_BAD_ARGUMENT)
+        # Packed keys cannot come from a block table as well.
+        pool = np.zeros((2, self.hk, 8, self.d), np.float32)
+        table = np.zeros((len(self.q_lens), 1), np.int32)
+        with self.assertRaises(AttnkernError) as cm:
+            ak.attention(self.q, pool, pool, cu_seqlens_q=self.cu_q, cu_seqlens_k=self.cu_k,
+                         block_table=table, kv_len=5)
+        self.assertEqual(cm.exception.status, Status.ERR_BAD_ARGUMENT)

@@ -28,6 +28,8 @@ pub struct Attention {
     /// 0 = 1 / sqrt(head_dim).
     pub scale: f32,
     pub mask: Mask,
+    /// When > 0, each scaled score s becomes `softcap * tanh(s / softcap)`; 0 = off.
+    pub softcap: f32,
 }
 
 impl Attention {
@@ -49,6 +51,7 @@ impl Attention {
             head_dim_v: head_dim,
             scale: 0.0,
             mask: Mask::None,
+            softcap: 0.0,
         }
     }
 
@@ -76,6 +79,7 @@ impl Attention {
             Mask::CausalTopLeft => sys::ak_mask::AK_MASK_CAUSAL_TOP_LEFT,
             Mask::CausalBottomRight => sys::ak_mask::AK_MASK_CAUSAL_BOTTOM_RIGHT,
         } as i32;
+        d.softcap = self.softcap;
         Ok(d)
     }
 
@@ -105,6 +109,25 @@ impl Attention {
         out: &mut [f32],
         lse: Option<&mut [f32]>,
     ) -> Result<()> {
+        self.run_with(q, k, v, paged, &Extras::default(), out, lse)
+    }
+
+    /// [`Attention::run_kv`] with ALiBi slopes, sink logits or a packed
+    /// variable-length batch (see [`Extras`]). With `cu_seqlens_q`, q and
+    /// out hold `cu_seqlens_q[batch]` rows in the layout `token_major` says
+    /// and `lse` is [heads, total rows]; likewise k and v with
+    /// `cu_seqlens_k`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_with(
+        &self,
+        q: &[f32],
+        k: Elems<'_>,
+        v: Elems<'_>,
+        paged: Option<&Paged<'_>>,
+        extras: &Extras<'_>,
+        out: &mut [f32],
+        lse: Option<&mut [f32]>,
+    ) -> Result<()> {
         const F: &str = "ak_attention";
         let dv = if self.head_dim_v == 0 { self.head_dim } else { self.head_dim_v };
         let (b, h, hk) = (self.batch, self.num_heads, self.num_kv_heads);
@@ -114,13 +137,50 @@ impl Attention {
                 format!("{}: {} has {} elements; {} needs {}", F, name, len, what, need),
             )
         };
-        let mut sizes: Vec<(&str, usize, [usize; 4])> = vec![
-            ("q", q.len(), [b, h, self.q_len, self.head_dim]),
-            ("out", out.len(), [b, h, self.q_len, dv]),
-        ];
-        if paged.is_none() {
-            sizes.push(("k", k.len(), [b, hk, self.kv_len, self.head_dim]));
-            sizes.push(("v", v.len(), [b, hk, self.kv_len, dv]));
+        // The rows of a packed tensor: cu_seqlens[batch] (a negative or
+        // decreasing one is the library's to report).
+        let total = |name: &str, cu: Option<&[i32]>| -> Result<Option<usize>> {
+            match cu {
+                None => Ok(None),
+                Some(cu) if cu.len() != b + 1 => Err(Error::new(
+                    Status::BadShape,
+                    format!(
+                        "{}: {} has {} entries for a batch of {} (needs batch + 1)",
+                        F,
+                        name,
+                        cu.len(),
+                        b
+                    ),
+                )),
+                Some(cu) => Ok(Some(usize::try_from(cu[b]).unwrap_or(0))),
+            }
+        };
+        let total_q = total("cu_seqlens_q", extras.cu_seqlens_q)?;
+        let total_k = total("cu_seqlens_k", extras.cu_seqlens_k)?;
+        let mut sizes: Vec<(&str, usize, Vec<usize>)> = match total_q {
+            Some(t) => {
+                vec![("q", q.len(), vec![t, h, self.head_dim]), ("out", out.len(), vec![t, h, dv])]
+            }
+            None => vec![
+                ("q", q.len(), vec![b, h, self.q_len, self.head_dim]),
+                ("out", out.len(), vec![b, h, self.q_len, dv]),
+            ],
+        };
+        match (paged, total_k) {
+            (Some(_), _) => {}
+            (None, Some(t)) => {
+                sizes.push(("k", k.len(), vec![t, hk, self.head_dim]));
+                sizes.push(("v", v.len(), vec![t, hk, dv]));
+            }
+            (None, None) => {
+                sizes.push(("k", k.len(), vec![b, hk, self.kv_len, self.head_dim]));
+                sizes.push(("v", v.len(), vec![b, hk, self.kv_len, dv]));
+            }
+        }
+        for (name, x) in [("alibi_slopes", extras.alibi_slopes), ("sinks", extras.sinks)] {
+            if let Some(x) = x {
+                sizes.push((name, x.len(), vec![h]));
+            }
         }
         for (name, len, dims) in sizes {
             let need = product(F, name, &dims)?;
@@ -131,6 +191,33 @@ impl Attention {
         let mut d = self.desc()?;
         d.k_type = k.dtype().raw() as i32;
         d.v_type = v.dtype().raw() as i32;
+        if let Some(x) = extras.alibi_slopes {
+            d.alibi_slopes = x.as_ptr();
+        }
+        if let Some(x) = extras.sinks {
+            d.sinks = x.as_ptr();
+        }
+        // Token-major [total, heads, dim]: [0, dim, heads * dim]; all 0 is
+        // the contiguous [heads, total, dim].
+        let packed_strides = |heads: usize, dim: usize| -> Result<[i64; 3]> {
+            Ok(if extras.token_major {
+                [0, to_i64(F, "dim", dim)?, to_i64(F, "heads * dim", heads.saturating_mul(dim))?]
+            } else {
+                [0; 3]
+            })
+        };
+        if let Some(cu) = extras.cu_seqlens_q {
+            d.cu_seqlens_q = cu.as_ptr();
+            d.q_strides = packed_strides(h, self.head_dim)?;
+            d.o_strides = packed_strides(h, dv)?;
+        }
+        if let Some(cu) = extras.cu_seqlens_k {
+            d.cu_seqlens_k = cu.as_ptr();
+            if paged.is_none() {
+                d.k_strides = packed_strides(hk, self.head_dim)?;
+                d.v_strides = packed_strides(hk, dv)?;
+            }
+        }
         if let Some(p) = paged {
             for (name, len, dim, strides) in [
                 ("k", k.len(), self.head_dim, p.k_page_strides),
@@ -163,14 +250,13 @@ impl Attention {
             }
         }
         if let Some(lse) = lse {
-            let need = product(F, "lse", &[b, h, self.q_len])?;
+            let dims = match total_q {
+                Some(t) => vec![h, t],
+                None => vec![b, h, self.q_len],
+            };
+            let need = product(F, "lse", &dims)?;
             if lse.len() < need {
-                return Err(short(
-                    "lse",
-                    lse.len(),
-                    format!("[{}, {}, {}]", b, h, self.q_len),
-                    need,
-                ));
+                return Err(short("lse", lse.len(), format!("{:?}", dims), need));
             }
             d.lse = lse.as_mut_ptr();
         }
@@ -202,4 +288,29 @@ pub struct Paged<'a> {
     /// [page, kv_head, slot] strides in elements of k's type; all 0 = contiguous.
     pub k_page_strides: [usize; 3],
     pub v_page_strides: [usize; 3],
+}
+
+/// Optional inputs of [`Attention::run_with`]; `Extras::default()` is none
+/// of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Extras<'a> {
+    /// [num_heads] ALiBi slopes: adds `slopes[h] * (j - d(i))` to each score,
+    /// d(i) the query's aligned diagonal (shifted by `n - q_len` for
+    /// [`Mask::CausalBottomRight`]).
+    pub alibi_slopes: Option<&'a [f32]>,
+    /// [num_heads] sink logits: each joins its head's softmax normalizer with
+    /// no value, so a row's weights sum to less than 1 (a row with no
+    /// visible key gets out 0 and lse `sinks[h]`).
+    pub sinks: Option<&'a [f32]>,
+    /// A packed variable-length batch: [batch + 1] row offsets,
+    /// `cu_seqlens_q[0] = 0`, non-decreasing. Sequence b's queries are rows
+    /// `cu_seqlens_q[b] .. cu_seqlens_q[b + 1]` of q and out, and
+    /// [`Attention::q_len`] is the longest sequence (an upper bound).
+    pub cu_seqlens_q: Option<&'a [i32]>,
+    /// Packed keys and values likewise (`kv_len` the longest); not with a
+    /// block table.
+    pub cu_seqlens_k: Option<&'a [i32]>,
+    /// Layout of packed tensors: `true` = token-major [total, heads, dim], as
+    /// most engines keep them; `false` = [heads, total, dim].
+    pub token_major: bool,
 }

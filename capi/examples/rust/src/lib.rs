@@ -24,6 +24,9 @@
 //! `u16` slices in [`Elems`]), paged or not: [`convert`], [`kv_cache_store`]
 //! and [`Attention::run_kv`] with a [`Paged`] block table.
 //!
+//! [`Attention::run_with`] adds ALiBi slopes, sink logits and packed
+//! variable-length batches ([`Extras`]); [`Attention::softcap`] caps scores.
+//!
 //! [`rope`] rotates q or k in place (rotary position embeddings) and
 //! [`embedding`] looks tokens up in an embedding table.
 //!
@@ -335,6 +338,6 @@ mod attention;
 mod kv;
 mod rope;
 
-pub use attention::{Attention, Mask, Paged};
+pub use attention::{Attention, Extras, Mask, Paged};
 pub use kv::{convert, convert_in_place, kv_cache_store, DType, Elems, ElemsMut, PoolLayout};
 pub use rope::{embedding, rope, Frequencies, RopeLayout, RopeStyle};
