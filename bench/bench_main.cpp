@@ -2,6 +2,7 @@
 // records what was measured (context), registers the benchmarks and runs them.
 #include "bench_attention.hpp"
 #include "bench_kv_cache.hpp"
+#include "bench_modifiers.hpp"
 #include "bench_common.hpp"
 #include "bench_convert.hpp"
 #include "bench_peak.hpp"
@@ -142,6 +143,7 @@ int main(int argc, char **argv) {
   akb::register_softmax_benchmarks();
   akb::register_attention_benchmarks();
   akb::register_kv_cache_benchmarks();
+  akb::register_modifier_benchmarks();
   akb::register_convert_benchmarks();
   akb::register_rope_benchmarks();
   benchmark::RunSpecifiedBenchmarks();

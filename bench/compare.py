@@ -43,19 +43,22 @@ import sys
 from collections import OrderedDict
 
 import compare_kv
+import compare_mods
 
 NAME_RE = re.compile(
     r"^(sgemm_isa|sgemm_batched|sgemm|softmax|attention|window|encoder|decode|kvdecode|kvprefill|"
-    r"membw|convert|peak)"
+    r"membw|convert|peak|mods|varlen|rope|embedding)"
     r"/([^/]+)/([^/]+)/threads:(\d+)(?:/|$)")
 
 # Every kind, in the order of the report.
 ALL_KINDS = ["peak", "sgemm", "sgemm_isa", "sgemm_batched", "softmax", "attention", "window",
-             "encoder", "decode", "kvdecode", "kvprefill", "membw", "convert"]
+             "encoder", "decode", "kvdecode", "kvprefill", "membw", "convert",
+             "mods", "varlen", "rope", "embedding"]
 # Instruction sets of the peak benchmarks, best first.
 ISA_ORDER = ["avx512", "avx2", "sse2", "neon", "scalar"]
 # Counters kept per benchmark (rates, per second).
-COUNTERS = ["flops", "bytes", "read_adj"]
+COUNTERS = ["flops", "bytes", "read_adj", "max_rss_MiB", "vs_plain", "vs_separate",
+            "packed_vs_single"]
 # softmax/: the three-way comparison, and attnkern's other entry points
 # (ak_log_softmax, ak_softmax_axis), which have a table of their own.
 SOFTMAX_IMPLS = ["attnkern", "onednn", "scalar"]
@@ -1186,6 +1189,7 @@ def render_summary(context, entries, reps, command=None):
                "and the worst row; > 1: attnkern is faster")
     out.append("")
     kv = compare_kv.summary(entries)  # half-precision and paged caches against fp32
+    kv += compare_mods.summary(entries)  # modifiers, packed batches, rope against targets
     if kv:
         out += kv + [""]
     if not rows:
@@ -1325,6 +1329,24 @@ def render(context, entries, reps, command=None):
                 compare_kv.prefill_table(entries))
     if "kvdecode" in kinds or "kvprefill" in kinds:
         summ = compare_kv.summary(entries)
+        if summ:
+            out.extend(summ + [""])
+    if "mods" in kinds:
+        section("### Score modifiers (prefill, batch 1, causal, q_len = kv_len = L; softcap "
+                "30, BLOOM's ALiBi slopes, a sink per head; time vs plain = this time / the "
+                "plain call's; peak RSS: the process's, after the run)",
+                compare_mods.mods_table(entries))
+    if "varlen" in kinds:
+        section("### Packed variable-length batch (8 sequences of 64 to 2048 tokens, 8 heads, "
+                "d 128; useful GFLOP/s = sum of 4·L²·d·heads, half with the causal mask; "
+                "separate: one call per sequence; one sequence: the 2048-token one alone)",
+                compare_mods.varlen_table(entries))
+    if "rope" in kinds or "embedding" in kinds:
+        section("### Rotary embeddings and embedding lookup (GB/s = bytes read + written / "
+                "real time; % of copy: of membw/copy at the same thread count)",
+                compare_mods.rope_table(entries))
+    if "mods" in kinds or "varlen" in kinds or "rope" in kinds:
+        summ = compare_mods.summary(entries)
         if summ:
             out.extend(summ + [""])
     if "membw" in kinds:
