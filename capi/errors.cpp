@@ -1,5 +1,7 @@
 #include "errors.hpp"
 
+#include "validate.hpp"
+
 #include <cstdarg>
 #include <cstdio>
 
@@ -23,7 +25,7 @@ extern "C" {
 const char *ak_last_error(void) { return attnkern::capi::t_last_error; }
 
 const char *ak_status_string(ak_status s) {
-  switch (s) {
+  switch (attnkern::capi::raw_enum(s)) { // (a value outside the enum is not UB this way)
   case AK_OK:
     return "AK_OK: success";
   case AK_ERR_NULL_POINTER:

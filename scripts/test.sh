@@ -26,6 +26,8 @@ elif [[ "${1:-}" == "--sanitize" ]]; then
   CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
     -DAK_SANITIZE=address,undefined -DAK_WERROR=ON >/dev/null
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+  # (The OpenMP runtime's own allocations are not attnkern's: tests/lsan.supp.)
+  export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 else
   dir=build-test

@@ -79,8 +79,9 @@ AttentionResult attention_impl(const ak_attention_desc &d, const T *q, const T *
           else
             m = std::max(m, s);
         }
-        double *out = &r.out[idx(row * dv)];
-        double *probs = &r.probs[idx(row * kv_len)];
+        // (data() + offset: either array is empty where dv or kv_len is 0.)
+        double *out = r.out.data() + idx(row * dv);
+        double *probs = r.probs.data() + idx(row * kv_len);
         if (std::isnan(sink)) { // the head's rows are not numbers
           r.lse[idx(row)] = kNaN;
           for (std::int64_t j = 0; j < kv_len; ++j) probs[j] = kNaN;

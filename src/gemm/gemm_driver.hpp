@@ -54,6 +54,16 @@ template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int thre
   return sgemm_packed<V, Cfg>(g, plan);
 }
 
+// Product i of a batch. An empty product's matrices may be NULL, and no
+// offset may be applied to a null pointer (not even one never read).
+inline GemmArgs product(const GemmArgs &g, const GemmBatch &batch, std::int64_t i) {
+  GemmArgs one = g;
+  if (one.a) one.a += i * batch.stride_a;
+  if (one.b) one.b += i * batch.stride_b;
+  if (one.c) one.c += i * batch.stride_c;
+  return one;
+}
+
 // Batched products: many small ones run one per thread; otherwise each
 // product gets the whole team in turn. Either way, per-product arithmetic is
 // that of sgemm_one, so results do not depend on the choice.
@@ -64,10 +74,7 @@ KernelStatus sgemm_batched(const GemmArgs &g, const GemmBatch &batch, int thread
       threads > 1 && batch.count >= threads && flops < Cfg::batch_per_thread_max_flops;
   if (!per_thread) {
     for (std::int64_t i = 0; i < batch.count; ++i) {
-      GemmArgs one = g;
-      one.a += i * batch.stride_a;
-      one.b += i * batch.stride_b;
-      one.c += i * batch.stride_c;
+      const GemmArgs one = product(g, batch, i);
       if (sgemm_one<V, Cfg>(one, threads) != KernelStatus::ok) return KernelStatus::out_of_memory;
     }
     return KernelStatus::ok;
@@ -75,10 +82,7 @@ KernelStatus sgemm_batched(const GemmArgs &g, const GemmBatch &batch, int thread
   bool oom = false;
 #pragma omp parallel for schedule(static) num_threads(threads) reduction(|| : oom)
   for (std::int64_t i = 0; i < batch.count; ++i) {
-    GemmArgs one = g;
-    one.a += i * batch.stride_a;
-    one.b += i * batch.stride_b;
-    one.c += i * batch.stride_c;
+    const GemmArgs one = product(g, batch, i);
     oom = oom || sgemm_one<V, Cfg>(one, 1) != KernelStatus::ok;
   }
   return oom ? KernelStatus::out_of_memory : KernelStatus::ok;

@@ -47,7 +47,8 @@ as_style(int v) {
 }
 
 bool same_bits(const std::vector<float> &a, const std::vector<float> &b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 template <class Call> void same_on_other_threads(int threads, const Call &call) {
