@@ -3,6 +3,8 @@ benchmarks (bench_modifiers.cpp: mods/ and varlen/; bench_rope.cpp: rope/
 and embedding/), for compare.py."""
 import re
 
+from compare_kv import _pct, _ratio, _value, _x
+
 MODS_RE = re.compile(r"^h(\d+)_d(\d+)_L(\d+)_causal$")
 # Targets: softcap costs at most 15% over plain prefill, ALiBi and sinks 5%;
 # ALiBi at L 32768 runs at the plain rate; a packed batch reaches 90% of one
@@ -11,23 +13,6 @@ MODS_RE = re.compile(r"^h(\d+)_d(\d+)_L(\d+)_causal$")
 COST_TARGET = {"softcap": 1.15, "alibi": 1.05, "sinks": 1.05}
 VARLEN_SINGLE, VARLEN_SEPARATE = 0.90, 1.2
 ROPE_COPY, ROPE_LOOP = 0.60, 3.0
-
-
-def _value(by_impl, impl, counter):
-    e = by_impl.get(impl)
-    return None if e is None or e.error else e.value(counter)
-
-
-def _ratio(a, b):
-    return a / b if a is not None and b not in (None, 0) else None
-
-
-def _pct(x):
-    return "—" if x is None else f"{100 * x:.0f}%"
-
-
-def _x(x):
-    return "—" if x is None else f"{x:.2f}×"
 
 
 def _g(x, scale=1e9, digits=1):

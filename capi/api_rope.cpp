@@ -87,15 +87,22 @@ ak_status rope_api(std::int64_t batch, std::int64_t seq_len, std::int64_t num_he
   const std::int64_t half = a.rotary_dim / 2;
   // The default table as engines build theirs (theta^(-2i/d) in float), from
   // double so that it is the correctly rounded value.
-  std::vector<float> default_freq; // bad_alloc: OUT_OF_MEMORY, before any store
+  // Decode calls this once per layer and token: head dims up to 1024 keep
+  // the table on the stack, larger ones allocate (bad_alloc: OUT_OF_MEMORY,
+  // before any store).
+  constexpr std::int64_t kStackFreqs = 512;
+  float stack_freq[kStackFreqs];
+  std::vector<float> heap_freq;
   if (!inv_freq) {
-    default_freq.resize(static_cast<std::size_t>(half));
+    float *f = stack_freq;
+    if (half > kStackFreqs) heap_freq.resize(static_cast<std::size_t>(half)), f = heap_freq.data();
     for (std::int64_t i = 0; i < half; ++i)
-      default_freq[static_cast<std::size_t>(i)] = static_cast<float>(
+      f[i] = static_cast<float>(
           std::pow(static_cast<double>(theta),
                    -2.0 * static_cast<double>(i) / static_cast<double>(a.rotary_dim)));
+    inv_freq = f;
   }
-  a.inv_freq = inv_freq ? inv_freq : default_freq.data();
+  a.inv_freq = inv_freq;
   active_kernels().rope(a, threads_for_call());
   return AK_OK;
 }

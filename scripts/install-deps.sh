@@ -5,6 +5,7 @@
 #   install-deps.sh --bench  also the benchmark peers (Google Benchmark, OpenBLAS, oneDNN) and
 #                            gnuplot-nox (bench/chart.py draws the SGEMM chart with it)
 #   install-deps.sh --clang  also Clang and its OpenMP runtime (scripts/test.sh --clang)
+#   install-deps.sh --sanitize  also Clang's sanitizer runtimes (scripts/test.sh --sanitize, CI)
 #   install-deps.sh --fuzz   also Clang's sanitizer and libFuzzer runtimes (scripts/fuzz.sh)
 set -euo pipefail
 
@@ -20,11 +21,13 @@ if [[ "${1:-}" == "--bench" ]]; then
   # without it configuring the benchmark fails on a fresh machine.
   want+=(libbenchmark-dev libopenblas-dev libdnnl-dev ocl-icd-opencl-dev gnuplot-nox)
 fi
-if [[ "${1:-}" == "--clang" || "${1:-}" == "--fuzz" ]]; then
+if [[ "${1:-}" == "--clang" || "${1:-}" == "--sanitize" || "${1:-}" == "--fuzz" ]]; then
   want+=(clang libomp-dev)
 fi
-if [[ "${1:-}" == "--fuzz" ]]; then
-  want+=(libclang-rt-14-dev) # Debian 12's Clang is 14
+if [[ "${1:-}" == "--sanitize" || "${1:-}" == "--fuzz" ]]; then
+  # Debian 12's Clang is 14; its ASan/UBSan (and libFuzzer) runtimes are only
+  # recommended by clang, which --no-install-recommends below leaves out.
+  want+=(libclang-rt-14-dev)
 fi
 
 missing=()

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [[ "${1:-}" == "--clang" || "${1:-}" == "--sanitize" ]]; then
-  scripts/install-deps.sh --clang
+  scripts/install-deps.sh "$1"
 else
   scripts/install-deps.sh
 fi

@@ -460,6 +460,17 @@ AttentionResult reference(const KvProblem &p) {
   return matches(p, reference(p));
 }
 
+void expect_cases_match(const std::vector<KvCase> &cases) {
+  int failed = 0;
+  for (const KvCase &c : cases) {
+    SCOPED_TRACE(describe(c));
+    KvProblem p = make_problem(c);
+    const auto result = run_and_check(p);
+    EXPECT_TRUE(result);
+    if (!result && ++failed == 10) FAIL() << "stopping after 10 failing cases";
+  }
+}
+
 ::testing::AssertionResult identical(const KvProblem &a, const KvProblem &b) {
   const std::pair<const std::vector<float> *, const std::vector<float> *> parts[] = {
       {&a.out, &b.out}, {&a.lse, &b.lse}, {&a.probs, &b.probs}};

@@ -136,6 +136,9 @@ AttentionResult reference(const KvProblem &p);
 ::testing::AssertionResult run_and_check(KvProblem &p);
 // out, lse and probs of two calls hold the same bits.
 ::testing::AssertionResult identical(const KvProblem &a, const KvProblem &b);
+// run_and_check() on every case (traced by describe()), stopping after 10
+// failures: the sampled grids of the KV, paged and modifier suites.
+void expect_cases_match(const std::vector<KvCase> &cases);
 // Runs p with 1, 2 and 3 threads (restoring 0 after): the same bits.
 ::testing::AssertionResult same_bits_for_thread_counts(KvProblem &p);
 

@@ -46,8 +46,7 @@ namespace attnkern {
 namespace AK_ISA_NS {
 
 template <class V, class Cfg> KernelStatus attention(const AttentionArgs &a, int threads) {
-  if (a.batch == 0 || a.heads == 0 || a.q_len == 0 || (a.cu_q && a.total_q == 0))
-    return KernelStatus::ok;
+  if (a.batch == 0 || a.heads == 0 || a.q_len == 0) return KernelStatus::ok;
   const double flops = 2.0 * a.batch * a.heads * a.q_len * static_cast<double>(a.kv_len + 1) *
                        static_cast<double>(a.dk + a.dv);
   threads = threads_for_work(threads, flops, 2.0e6);

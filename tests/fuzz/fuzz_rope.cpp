@@ -56,7 +56,10 @@ template <class Call> void same_on_other_threads(int threads, const Call &call) 
 }
 
 void fuzz_rope(ak_fuzz::Choices &in, int threads) {
-  const std::int64_t batch = in.in(0, 3), seq = in.in(0, 6), heads = in.in(1, 4);
+  // One input in 8 is large enough (past 2^16 rotated entries) that the
+  // library runs it on 2 threads, so that the thread-count check bites.
+  const bool large = in.in<int>(0, 7) == 0;
+  const std::int64_t batch = in.in(0, 3), seq = in.in(0, large ? 700 : 6), heads = in.in(1, 4);
   const std::int64_t head_dim = in.in(0, 40);
   std::int64_t rotary_dim = in.flag() ? 0 : 2 * in.in(0, head_dim / 2);
   bool invalid = false;
@@ -160,7 +163,9 @@ void fuzz_rope(ak_fuzz::Choices &in, int threads) {
 }
 
 void fuzz_embedding(ak_fuzz::Choices &in, int threads) {
-  const std::int64_t n_tokens = in.in(0, 20), vocab = in.in(0, 12), dim = in.in(0, 40);
+  const bool large = in.in<int>(0, 7) == 0; // 2 threads' worth, as in fuzz_rope
+  const std::int64_t n_tokens = in.in(0, large ? 2000 : 20), vocab = in.in(0, 12),
+                     dim = in.in(0, 40);
   const std::int64_t ld_table = dim + in.in(0, 3) + (dim == 0);
   std::int64_t ld_out = dim + in.in(0, 3) + (dim == 0);
   std::mt19937 rng(in.u32());

@@ -41,7 +41,7 @@ func Rope(x []float32, l RopeLayout, rotaryDim int, style RopeStyle, positions [
 	theta float32, invFreq []float32) error {
 	const fn = "ak_rope"
 	st := [3]int{l.SeqLen * l.NumHeads * l.HeadDim, l.NumHeads * l.HeadDim, l.HeadDim}
-	if l.Strides != nil {
+	if l.Strides != nil && *l.Strides != [3]int{} { // all zero: contiguous, as nil
 		st = *l.Strides
 	}
 	if l.Batch > 0 && l.SeqLen > 0 && l.NumHeads > 0 && l.HeadDim > 0 &&

@@ -16,6 +16,14 @@ from attnkern_kv import _elem_strides, _numpy
 _i32p = ctypes.POINTER(ctypes.c_int32)
 
 
+def _row_stride(ld, rows, dim):
+    """The leading dimension to pass for a [rows, dim] view whose row stride
+    is ld elements: numpy's own, except for a view of at most one row, whose
+    stride is meaningless (the library checks ld >= dim, so a broadcast or
+    overlapping view of several rows is refused there, not passed on)."""
+    return ld if rows > 1 else max(dim, 1)
+
+
 class RopeMixin:
     """ak_rope and ak_embedding for attnkern.Library."""
 
@@ -70,7 +78,7 @@ class RopeMixin:
         (ld_out,) = _elem_strides(out, "out", 1)
         self._require("ak_embedding")
         status = self.lib.ak_embedding(ids.shape[0], ids.ctypes.data_as(_i32p), vocab, dim,
-                                       self._ptr(table), max(ld_table, dim, 1), self._ptr(out),
-                                       max(ld_out, dim, 1))
+                                       self._ptr(table), _row_stride(ld_table, vocab, dim),
+                                       self._ptr(out), _row_stride(ld_out, ids.shape[0], dim))
         self.check(status, "ak_embedding")
         return out
