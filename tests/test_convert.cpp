@@ -254,6 +254,43 @@ TEST_P(Convert, ThreadsGiveTheSameBits) {
   }
 }
 
+// Outputs of 16 MiB and more are written with streaming stores from the
+// first 64-byte boundary: the same bits as the reference, from an
+// unaligned destination, on one thread and on two, in both directions.
+TEST_P(Convert, LargeOutputsGiveTheSameBits) {
+  const std::vector<float> &xs = narrow_inputs();
+  const std::size_t n = (std::size_t{8} << 20) + 37; // over 16 MiB of halves
+  std::vector<float> src(n);
+  for (std::size_t i = 0; i < n; ++i) src[i] = xs[(i * 7) % xs.size()];
+  for (ak_dtype t : {AK_F16, AK_BF16}) {
+    const Half &want = narrow_expected(t);
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE("type " + std::to_string(t) + ", threads " + std::to_string(threads));
+      ASSERT_EQ(ak_set_num_threads(threads), AK_OK);
+      Half out(n + 2, 0x5a5a);
+      ASSERT_EQ(ak_convert(t, out.data() + 1, AK_F32, src.data(), static_cast<std::int64_t>(n)),
+                AK_OK);
+      ASSERT_EQ(out[0], 0x5a5a);
+      ASSERT_EQ(out[n + 1], 0x5a5a);
+      for (std::size_t i = 0; i < n; ++i)
+        ASSERT_EQ(out[i + 1], want[(i * 7) % xs.size()]) << "element " << i;
+      std::vector<float> back(n + 2, canary());
+      ASSERT_EQ(
+          ak_convert(AK_F32, back.data() + 1, t, out.data() + 1, static_cast<std::int64_t>(n)),
+          AK_OK);
+      ASSERT_TRUE(is_canary(back[0]));
+      ASSERT_TRUE(is_canary(back[n + 1]));
+      for (std::size_t i = 0; i < n; ++i) {
+        const double v = ref_widen(t, out[i + 1]);
+        if (std::isnan(v))
+          ASSERT_TRUE(std::isnan(back[i + 1])) << "element " << i;
+        else
+          ASSERT_EQ(bits(back[i + 1]), bits(static_cast<float>(v))) << "element " << i;
+      }
+    }
+  }
+}
+
 AK_INSTANTIATE_PER_ISA(Convert);
 
 } // namespace

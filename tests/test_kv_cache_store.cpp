@@ -177,6 +177,26 @@ TEST_P(KvCacheStore, LargeOnTwoThreads) {
   for (ak_dtype t : {AK_F16, AK_BF16}) check_store(c, t);
 }
 
+// 16 MiB of output and more go out with streaming stores, from each row's
+// first 64-byte boundary (the gaps layout puts the rows anywhere): the same
+// bytes as ak_convert's of each row, on one thread and on two.
+TEST_P(KvCacheStore, LargeStoresStreamTheSameBytes) {
+  StoreCase c;
+  c.n_tokens = 8192;
+  c.heads = 8;
+  c.head_dim = 128;
+  c.page_size = 16;
+  c.num_pages = c.n_tokens / c.page_size + 2;
+  c.skip_every = 5;
+  for (auto layout : {StoreCase::contiguous, StoreCase::gaps}) {
+    c.pool = layout;
+    for (int threads : {1, 2}) {
+      ASSERT_EQ(ak_set_num_threads(threads), AK_OK);
+      for (ak_dtype t : {AK_F16, AK_BF16}) check_store(c, t);
+    }
+  }
+}
+
 AK_INSTANTIATE_PER_ISA(KvCacheStore);
 
 } // namespace

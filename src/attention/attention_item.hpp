@@ -230,6 +230,21 @@ private:
       prefetch_row(base + j * stride, len);
   }
 
+  // The stored rows a pass requests `ahead` keys past the ones it reads
+  // (the typed path): at(j, n) is the row of key first + j + ahead, where
+  // that key and the n - 1 after it lie before `end` and in one page (one
+  // row pointer and one stride reach them), else null.
+  struct RowsAhead {
+    const KvLayout *t = nullptr;
+    std::int64_t b = 0, h = 0, first = 0, ahead = 0, end = 0;
+    template <class T> const T *at(std::int64_t j, std::int64_t n) const {
+      const std::int64_t key = first + j + ahead;
+      if (!t || key + n > end || (t->block_table && key % t->page_size + n > t->page_size))
+        return nullptr;
+      return reinterpret_cast<const T *>(t->row(b, h, key));
+    }
+  };
+
   // The block's K rows [j0, j1) as fp32 rows kblk_ (stride ks_), in place
   // or staged (kv_staging.hpp; `first_run`: the first of a pass); likewise
   // V (vblk_, vs_).
@@ -276,15 +291,17 @@ private:
   bool next_k_spread(int nv) const;
   void direct_pv_grouped(std::int64_t bk, const float *vb, const float *kn, std::int64_t next);
   template <int M, class T>
-  void direct_pv(std::int64_t bk, const T *vb, std::int64_t vs, const float *kn, std::int64_t next);
+  void direct_pv(std::int64_t bk, const T *vb, std::int64_t vs, const float *kn, std::int64_t next,
+                 const RowsAhead &ahead = {});
   template <int M, int NV, class T>
-  void direct_pv_in_order(std::int64_t bk, const T *vb, std::int64_t vs);
+  void direct_pv_in_order(std::int64_t bk, const T *vb, std::int64_t vs, const RowsAhead &ahead);
 
   // The typed path (typed_path.hpp).
   void key_block_typed(std::int64_t j0, std::int64_t j1);
-  template <int M, class T> void typed_scores(std::int64_t n, const T *kb, std::int64_t ks);
+  RowsAhead typed_ahead(const KvLayout &t, std::int64_t first, std::int64_t len) const;
+  template <int M, class T>
+  void typed_scores(std::int64_t n, const T *kb, std::int64_t ks, const RowsAhead &ahead);
   template <int M, class T> void typed_scores_paged(std::int64_t j0, std::int64_t bk);
-  void request_next_page(const KvLayout &t, std::int64_t j) const;
 
   // Each row's online-softmax step and its end (row_update.hpp).
   void softmax_update(std::int64_t r, std::int64_t j0, std::int64_t bk);

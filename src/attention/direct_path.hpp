@@ -238,16 +238,17 @@ inline void AttentionItem<V, Cfg>::direct_pv_grouped(std::int64_t bk, const floa
 template <class V, class Cfg>
 template <int M, class T>
 inline void AttentionItem<V, Cfg>::direct_pv(std::int64_t bk, const T *vb, std::int64_t vs,
-                                             const float *kn, std::int64_t next) {
+                                             const float *kn, std::int64_t next,
+                                             const RowsAhead &ahead) {
   switch (in_order_vectors<M>()) {
   case 1:
-    return direct_pv_in_order<M, 1>(bk, vb, vs);
+    return direct_pv_in_order<M, 1>(bk, vb, vs, ahead);
   case 2:
-    return direct_pv_in_order<M, 2>(bk, vb, vs);
+    return direct_pv_in_order<M, 2>(bk, vb, vs, ahead);
   case 4:
-    return direct_pv_in_order<M, 4>(bk, vb, vs);
+    return direct_pv_in_order<M, 4>(bk, vb, vs, ahead);
   case 8:
-    return direct_pv_in_order<M, 8>(bk, vb, vs);
+    return direct_pv_in_order<M, 8>(bk, vb, vs, ahead);
   default:
     break;
   }
@@ -258,12 +259,17 @@ inline void AttentionItem<V, Cfg>::direct_pv(std::int64_t bk, const T *vb, std::
     const std::int64_t je = min64(j + kPvKeys, bk);
     const bool spread_run = spread && je <= next;
     if (!spread_run) prefetch_rows(kn, ks, a_.dk, j, je - j, next);
+    // The strips' requests: V rows ahead (typed), else the next K rows.
+    const T *pf = ahead.template at<T>(j, je - j);
+    std::int64_t ldpf = vs;
+    if constexpr (std::is_same_v<T, float>)
+      if (!pf && spread_run) pf = kn + j * ks, ldpf = ks;
     const float *w = sbase_ + j;
     const T *vr = vb + j * vs;
     std::int64_t d = 0;
     for (; d + NVd * W <= a_.dv; d += NVd * W)
       skinny_n_tile<V, M, NVd>(0, je - j, w, sld_, vr + d, vs, st_.acc + d, p_.dv_pad,
-                               spread_run ? kn + j * ks + d : nullptr, ks);
+                               pf ? pf + d : nullptr, ldpf);
     for (; d < a_.dv; d += W)
       skinny_n_tile<V, M, 1>(0, je - j, w, sld_, vr + d, vs, st_.acc + d, p_.dv_pad);
   }
@@ -273,24 +279,27 @@ inline void AttentionItem<V, Cfg>::direct_pv(std::int64_t bk, const T *vb, std::
 // kPvKeys keys goes to the rows in groups of G (1 or all), whole V rows at
 // a time (a second group reads the run's rows from L1). Each sum takes the
 // same terms in the same order as in direct_pv's strips. T: the stored
-// element type (the typed path reads half-precision rows through it).
+// element type (the typed path reads half-precision rows through it, and
+// requests the rows `ahead`: the first group's tiles, a line per line read).
 template <class V, class Cfg>
 template <int M, int NV, class T>
-inline void AttentionItem<V, Cfg>::direct_pv_in_order(std::int64_t bk, const T *vb,
-                                                      std::int64_t vs) {
+inline void AttentionItem<V, Cfg>::direct_pv_in_order(std::int64_t bk, const T *vb, std::int64_t vs,
+                                                      const RowsAhead &ahead) {
   constexpr int G0 = skinny_acc_budget<V>() / NV;
   constexpr int G = G0 < 1 ? 1 : G0 > M ? M : G0;
   constexpr int kLast = M % G == 0 ? G : M % G; // rows of the last group
   for (std::int64_t j = 0; j < bk; j += kPvKeys) {
     const std::int64_t keys = min64(kPvKeys, bk - j);
     const T *vr = vb + j * vs;
+    const T *pf = ahead.template at<T>(j, keys);
     for (int r0 = 0; r0 < M; r0 += G) {
       const float *w = sbase_ + r0 * sld_ + j;
       float *acc = st_.acc + r0 * p_.dv_pad;
+      const T *pf_group = r0 == 0 ? pf : nullptr;
       if (r0 + G <= M)
-        skinny_n_tile<V, G, NV>(0, keys, w, sld_, vr, vs, acc, p_.dv_pad);
+        skinny_n_tile<V, G, NV>(0, keys, w, sld_, vr, vs, acc, p_.dv_pad, pf_group, vs);
       else
-        skinny_n_tile<V, kLast, NV>(0, keys, w, sld_, vr, vs, acc, p_.dv_pad);
+        skinny_n_tile<V, kLast, NV>(0, keys, w, sld_, vr, vs, acc, p_.dv_pad, pf_group, vs);
     }
   }
 }

@@ -3,10 +3,11 @@
 // instruction sets that widen in registers (widens_in_registers). The
 // direct path's kernels read each stored row where it lies and widen it as
 // they load it: half the bytes of fp32 from memory and no staging. Rows are
-// taken run by run, a run being the keys of a block that lie in one page.
-// The kernels, blocks and order of the sums are the fp32 direct path's, so
-// the results are its bits on the widened
-// values (also where pages cut the blocks: typed_scores_paged).
+// taken run by run, a run being the keys of a block that lie in one page,
+// and each pass requests the rows kTypedAheadBytes ahead of those it reads,
+// through the block table where there is one. The kernels, blocks and order
+// of the sums are the fp32 direct path's, so the results are its bits on
+// the widened values (also where pages cut the blocks: typed_scores_paged).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,12 @@ namespace AK_ISA_NS {
 
 // Keys per step of typed_scores (at most).
 static constexpr int kTypedKeys = 4;
+// How far ahead of its reads each pass of the typed path requests rows, in
+// stored bytes (32 keys of bf16 at d 128). With half the bytes per value,
+// the hardware prefetcher alone left the stream at about 80 % of the read
+// bandwidth, and it starts each page of a pool cold; a line requested per
+// line read, this far on, keeps it at the read bandwidth.
+static constexpr std::int64_t kTypedAheadBytes = 8192;
 
 // f(T{}) for the element type T of storage type `type`.
 template <class F> inline void with_elem_type(int type, F &&f) {
@@ -38,14 +45,13 @@ inline void AttentionItem<V, Cfg>::key_block_typed(std::int64_t j0, std::int64_t
   const std::int64_t bk = j1 - j0;
   for (std::int64_t r = 0; r < rows_; ++r)
     for (std::int64_t j = 0; j < bk; ++j) scores_[r * sld_ + j] = 0.0f;
-  // f(first stored row, its key count) for each run of keys in one page.
+  // f(first key, first stored row, key count) for each run of keys in one page.
   const auto runs = [&](const KvLayout &t, auto &&f) {
     for (std::int64_t s = 0; s < bk;) {
       const std::int64_t j = j0 + s;
       const std::int64_t n = t.block_table ? min64(bk - s, t.page_size - j % t.page_size) : bk - s;
       sbase_ = scores_ + s;
-      if (t.block_table) request_next_page(t, j);
-      f(t.row(b_, kvh_, j), n);
+      f(j, t.row(b_, kvh_, j), n);
       s += n;
     }
     sbase_ = scores_;
@@ -56,7 +62,7 @@ inline void AttentionItem<V, Cfg>::key_block_typed(std::int64_t j0, std::int64_t
       constexpr int M = decltype(m)::value;
       if (a_.k_src.block_table) return typed_scores_paged<M, T>(j0, bk);
       typed_scores<M>(bk, reinterpret_cast<const T *>(a_.k_src.row(b_, kvh_, j0)),
-                      a_.k_src.strides[2]);
+                      a_.k_src.strides[2], typed_ahead(a_.k_src, j0, a_.dk));
     });
   });
   for (std::int64_t r = 0; r < rows_; ++r) softmax_update(r, j0, bk);
@@ -65,13 +71,14 @@ inline void AttentionItem<V, Cfg>::key_block_typed(std::int64_t j0, std::int64_t
   float *const saved = vpack_;
   const std::int64_t acc_floats = rows_ * p_.dv_pad;
   for (std::int64_t x = 0; x < acc_floats; ++x) saved[x] = st_.acc[x];
-  // direct_pv's kernels, without its requests for the next K rows.
+  // direct_pv's kernels, requesting V rows ahead rather than the next K rows.
   with_elem_type(a_.v_src.type, [&](auto tag) {
     using T = decltype(tag);
-    runs(a_.v_src, [&](const unsigned char *p, std::int64_t n) {
+    runs(a_.v_src, [&](std::int64_t j, const unsigned char *p, std::int64_t n) {
       const T *vb = reinterpret_cast<const T *>(p);
+      const RowsAhead ahead = typed_ahead(a_.v_src, j, a_.dv);
       rows_dispatch<1>(rows_, [&](auto m) {
-        direct_pv<decltype(m)::value>(n, vb, a_.v_src.strides[2], nullptr, 0);
+        direct_pv<decltype(m)::value>(n, vb, a_.v_src.strides[2], nullptr, 0, ahead);
       });
     });
   });
@@ -87,22 +94,24 @@ inline void AttentionItem<V, Cfg>::key_block_typed(std::int64_t j0, std::int64_t
   }
 }
 
-// direct_scores' kernels (without its requests ahead) on stored rows of
-// type T, Q in registers from 4 rows. The J keys of a step go side by side
+// direct_scores' kernels on stored rows of type T, Q in registers from 4
+// rows, each tile requesting the rows `ahead` (typed_ahead) at its own
+// offsets, a line per line read. The J keys of a step go side by side
 // (not row by row, as fp32's in-order items take them): each key's sum is a
 // chain of dependent FMAs, and with twice the values per byte the chains,
 // not the stream, would set the pace. Each sum keeps its order, so the bits
 // are the same.
 template <class V, class Cfg>
 template <int M, class T>
-inline void AttentionItem<V, Cfg>::typed_scores(std::int64_t n, const T *kb, std::int64_t ks) {
+inline void AttentionItem<V, Cfg>::typed_scores(std::int64_t n, const T *kb, std::int64_t ks,
+                                                const RowsAhead &ahead) {
   constexpr int J0 = skinny_acc_budget<V>() / M;
   constexpr int J = J0 < 1 ? 1 : J0 > kTypedKeys ? kTypedKeys : J0;
   constexpr bool kQInRegisters = M >= 4;
   std::int64_t j = 0;
   for (; j + J <= n; j += J)
     skinny_k_tile<V, M, J, false, kQInRegisters>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks,
-                                                 sbase_ + j, sld_);
+                                                 sbase_ + j, sld_, ahead.template at<T>(j, J));
   for (; j < n; ++j)
     skinny_k_tile<V, M, 1>(0, a_.dk, qpack_, a_.dk, kb + j * ks, ks, sbase_ + j, sld_);
 }
@@ -119,16 +128,16 @@ inline void AttentionItem<V, Cfg>::typed_scores_paged(std::int64_t j0, std::int6
   constexpr bool kQInRegisters = M >= 4;
   const KvLayout &t = a_.k_src;
   const std::int64_t ps = t.page_size, ks = t.strides[2], dk = a_.dk;
+  const RowsAhead ahead = typed_ahead(t, j0, dk);
   std::int64_t j = 0;
   while (j + J <= bk) {
     const std::int64_t key = j0 + j, in_page = ps - key % ps;
     if (in_page >= J) { // the whole tiles left in this page, from one row pointer
       const std::int64_t tiles = min64(in_page, bk - j) / J;
-      request_next_page(t, key);
       const T *kb = reinterpret_cast<const T *>(t.row(b_, kvh_, key));
       for (std::int64_t x = 0; x < tiles; ++x, j += J)
-        skinny_k_tile<V, M, J, (M <= 2), kQInRegisters>(0, dk, qpack_, dk, kb + x * J * ks, ks,
-                                                        scores_ + j, sld_);
+        skinny_k_tile<V, M, J, false, kQInRegisters>(0, dk, qpack_, dk, kb + x * J * ks, ks,
+                                                     scores_ + j, sld_, ahead.template at<T>(j, J));
     } else { // a tile across two pages
       stage_rows<V>(t, b_, kvh_, key, key + J, hull_lo_, hull_hi_, dk, kst_, dk, false);
       skinny_k_tile<V, M, J, false, kQInRegisters>(0, dk, qpack_, dk, kst_, dk, scores_ + j, sld_);
@@ -140,22 +149,13 @@ inline void AttentionItem<V, Cfg>::typed_scores_paged(std::int64_t j0, std::int6
                            ks, scores_ + j, sld_);
 }
 
-// Requests the first kPageLines lines of the page about kAheadRows keys
-// past key j's page, if a row sees its keys. Pages lie anywhere, and the
-// hardware prefetcher starts each one cold and runs too short a way ahead
-// to cover the switch: a few requests per page, some pages ahead, keep the
-// stream going (more lines per page would hold the core's miss buffers).
+// The rows kTypedAheadBytes ahead of a pass over rows of `len` values of
+// t from key `first`, up to the item's last key.
 template <class V, class Cfg>
-inline void AttentionItem<V, Cfg>::request_next_page(const KvLayout &t, std::int64_t j) const {
-  constexpr std::int64_t kPageLines = 16, kAheadRows = 64;
-  const std::int64_t ps = t.page_size;
-  const std::int64_t next = (j / ps + max64(1, kAheadRows / ps)) * ps;
-  if (next >= u_hi_) return;
-  const std::int64_t rows = min64(u_hi_ - next, ps);
-  const unsigned char *p = t.row(b_, kvh_, next);
-  const std::int64_t bytes =
-      min64(kPageLines * 64, ((rows - 1) * t.strides[2] + 1) * t.elem_bytes());
-  for (std::int64_t x = 0; x < bytes; x += 64) __builtin_prefetch(p + x, 0, 1);
+inline typename AttentionItem<V, Cfg>::RowsAhead
+AttentionItem<V, Cfg>::typed_ahead(const KvLayout &t, std::int64_t first, std::int64_t len) const {
+  const std::int64_t ahead = max64(kTypedKeys, kTypedAheadBytes / max64(1, len * t.elem_bytes()));
+  return RowsAhead{&t, b_, kvh_, first, ahead, u_hi_};
 }
 
 } // namespace AK_ISA_NS

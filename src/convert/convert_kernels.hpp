@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "../kernel_table.hpp"
 #include "../threading.hpp"
@@ -25,22 +26,46 @@ constexpr std::int64_t kConvertMinPerThread = std::int64_t{1} << 16;
 // buffer that stays in L1).
 constexpr std::int64_t kConvertBlock = 512;
 
+// Outputs of this many bytes and more are written with streaming stores
+// (vector_stores.hpp): they would not stay in cache for the caller anyway,
+// and a plain store's miss first reads the line it overwrites, a third
+// transfer besides the read and the write. memcpy switches likewise for
+// large copies. A function of the size alone; the bits never change.
+constexpr std::int64_t kConvertStreamMinBytes = std::int64_t{16} << 20;
+
+// fp32 <-> f16/bf16 over one stretch, with streaming stores from dst's
+// first 64-byte boundary where `stream`.
+template <class V>
+void convert_between_f32(DType dt, void *dst, DType st, const void *src, std::int64_t n,
+                         bool stream) {
+  const auto run = [&](std::int64_t lo, std::int64_t hi, auto streamed) {
+    constexpr bool kStream = decltype(streamed)::value;
+    if (st == DType::f32)
+      narrow_row<V, kStream>(dt, static_cast<const float *>(src) + lo,
+                             static_cast<std::uint16_t *>(dst) + lo, hi - lo);
+    else
+      widen_row<V, kStream>(st, static_cast<const std::uint16_t *>(src) + lo,
+                            static_cast<float *>(dst) + lo, hi - lo);
+  };
+  const std::int64_t ds = dtype_size(dt);
+  const auto address = reinterpret_cast<std::uintptr_t>(dst);
+  if (!stream || address % ds != 0) return run(0, n, std::false_type{});
+  const std::int64_t head = std::min(n, static_cast<std::int64_t>((64 - address % 64) % 64) / ds);
+  run(0, head, std::false_type{});
+  run(head, n, std::true_type{});
+}
+
 // One contiguous stretch of a conversion, dst and src already offset.
 template <class V>
-void convert_range(DType dt, void *dst, DType st, const void *src, std::int64_t n) {
+void convert_range(DType dt, void *dst, DType st, const void *src, std::int64_t n,
+                   bool stream = false) {
   if (dt == st) {
     // A copy of the bits; dst == src (in place) has nothing to do.
     if (dst != src) std::memmove(dst, src, static_cast<std::size_t>(n) * dtype_size(dt));
     return;
   }
-  if (st == DType::f32) {
-    narrow_row<V>(dt, static_cast<const float *>(src), static_cast<std::uint16_t *>(dst), n);
-    return;
-  }
-  if (dt == DType::f32) {
-    widen_row<V>(st, src, static_cast<float *>(dst), n);
-    return;
-  }
+  if (st == DType::f32 || dt == DType::f32)
+    return convert_between_f32<V>(dt, dst, st, src, n, stream);
   // f16 <-> bf16: exact widening, then the one rounding. Block by block, so
   // dst == src works: a block is read whole before it is written.
   alignas(64) float buf[kConvertBlock];
@@ -57,8 +82,10 @@ template <class V>
 void convert(DType dt, void *dst, DType st, const void *src, std::int64_t n, int threads) {
   threads =
       threads_for_work(threads, static_cast<double>(n), static_cast<double>(kConvertMinPerThread));
+  const bool stream = n * dtype_size(dt) >= kConvertStreamMinBytes;
   if (threads <= 1) {
-    convert_range<V>(dt, dst, st, src, n);
+    convert_range<V>(dt, dst, st, src, n, stream);
+    if (stream) V::stream_fence();
     return;
   }
   // One contiguous share per thread, split at multiples of 64 elements (whole
@@ -70,12 +97,13 @@ void convert(DType dt, void *dst, DType st, const void *src, std::int64_t n, int
     const std::int64_t hi = std::min(n, blocks * (t + 1) / threads * 64);
     if (hi <= lo) return;
     convert_range<V>(dt, static_cast<char *>(dst) + lo * ds, st,
-                     static_cast<const char *>(src) + lo * ss, hi - lo);
+                     static_cast<const char *>(src) + lo * ss, hi - lo, stream);
+    if (stream) V::stream_fence();
   });
 }
 
 // The rows of token t: every head's head_dim values, each to its slot.
-template <class V> void kv_store_token(const KvStoreArgs &a, std::int64_t t) {
+template <class V> void kv_store_token(const KvStoreArgs &a, std::int64_t t, bool stream) {
   const std::int64_t slot = a.slots[t];
   if (slot < 0) return;
   const std::int64_t page = slot / a.page_size, offset = slot % a.page_size;
@@ -84,15 +112,18 @@ template <class V> void kv_store_token(const KvStoreArgs &a, std::int64_t t) {
   const float *src = a.src + t * a.src_strides[0];
   for (std::int64_t h = 0; h < a.num_kv_heads; ++h) {
     void *dst = static_cast<char *>(a.pool) + (base + h * a.page_strides[1]) * esize;
-    convert_range<V>(a.dst_type, dst, DType::f32, src + h * a.src_strides[1], a.head_dim);
+    convert_range<V>(a.dst_type, dst, DType::f32, src + h * a.src_strides[1], a.head_dim, stream);
   }
+  if (stream) V::stream_fence();
 }
 
 template <class V> void kv_cache_store(const KvStoreArgs &a, int threads) {
   const double work = static_cast<double>(a.n_tokens) * static_cast<double>(a.num_kv_heads) *
                       static_cast<double>(a.head_dim);
   threads = threads_for_work(threads, work, static_cast<double>(kConvertMinPerThread));
-  parallel_for_static(threads, a.n_tokens, [&](std::int64_t t) { kv_store_token<V>(a, t); });
+  const bool stream = work * dtype_size(a.dst_type) >= static_cast<double>(kConvertStreamMinBytes);
+  parallel_for_static(threads, a.n_tokens,
+                      [&](std::int64_t t) { kv_store_token<V>(a, t, stream); });
 }
 
 } // namespace AK_ISA_NS

@@ -19,6 +19,7 @@
 
 #include "../simd.hpp"
 #include "half.hpp"
+#include "vector_stores.hpp"
 
 namespace attnkern {
 namespace AK_ISA_NS {
@@ -62,23 +63,26 @@ inline __m128i bf16_pack_128(__m128i lo, __m128i hi) {
 #endif
 
 // dst[i] = src[i] rounded to t (f16 or bf16) for i < n; dst holds n 16-bit
-// values.
-template <class V>
+// values. Stream: streaming stores (vector_stores.hpp; dst 64-byte aligned).
+template <class V, bool Stream = false>
 inline void narrow_row(DType t, const float *src, std::uint16_t *dst, std::int64_t n) {
   std::int64_t i = 0;
 #if defined(AK_ISA_HAS_XSIMD) && defined(__AVX512F__)
   if constexpr (V::width == 16) {
     if (t == DType::bf16) {
       for (; i + 16 <= n; i += 16) {
+        request_source_ahead<Stream>(src + i);
         const __m512i u = _mm512_castps_si512(_mm512_loadu_ps(src + i));
         const __m512i r = _mm512_srli_epi32(bf16_round_512(u), 16);
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst + i), _mm512_cvtepi32_epi16(r));
+        store_vector<Stream>(dst + i, _mm512_cvtepi32_epi16(r));
       }
     } else {
-      for (; i + 16 <= n; i += 16)
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst + i),
-                            _mm512_cvtps_ph(_mm512_loadu_ps(src + i),
-                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      for (; i + 16 <= n; i += 16) {
+        request_source_ahead<Stream>(src + i);
+        store_vector<Stream>(dst + i,
+                             _mm512_cvtps_ph(_mm512_loadu_ps(src + i),
+                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      }
     }
   }
 #endif
@@ -86,6 +90,7 @@ inline void narrow_row(DType t, const float *src, std::uint16_t *dst, std::int64
   if constexpr (V::width == 8) {
     if (t == DType::bf16) {
       for (; i + 16 <= n; i += 16) {
+        request_source_ahead<Stream>(src + i);
         const __m256i lo =
             _mm256_srai_epi32(bf16_round_256(_mm256_castps_si256(_mm256_loadu_ps(src + i))), 16);
         const __m256i hi = _mm256_srai_epi32(
@@ -93,12 +98,14 @@ inline void narrow_row(DType t, const float *src, std::uint16_t *dst, std::int64
         // The pack interleaves the two inputs by 128-bit lane; the permute
         // puts the four 64-bit quarters back in order.
         const __m256i packed = _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xd8);
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst + i), packed);
+        store_vector<Stream>(dst + i, packed);
       }
     } else {
-      for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + i),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+      for (; i + 8 <= n; i += 8) {
+        if (i % 16 == 0) request_source_ahead<Stream>(src + i);
+        store_vector<Stream>(dst + i,
+                             _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+      }
     }
   }
 #endif
@@ -108,7 +115,7 @@ inline void narrow_row(DType t, const float *src, std::uint16_t *dst, std::int64
       for (; i + 8 <= n; i += 8) {
         const __m128i lo = bf16_round_128(_mm_castps_si128(_mm_loadu_ps(src + i)));
         const __m128i hi = bf16_round_128(_mm_castps_si128(_mm_loadu_ps(src + i + 4)));
-        _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + i), bf16_pack_128(lo, hi));
+        store_vector<Stream>(dst + i, bf16_pack_128(lo, hi));
       }
     }
   }

@@ -11,12 +11,15 @@
 
 #include "../simd.hpp"
 #include "half.hpp"
+#include "vector_stores.hpp"
 
 namespace attnkern {
 namespace AK_ISA_NS {
 
-// dst[i] = (float)src[i] for i < n, src of type t.
-template <class V> inline void widen_row(DType t, const void *src, float *dst, std::int64_t n) {
+// dst[i] = (float)src[i] for i < n, src of type t. Stream: streaming
+// stores (vector_stores.hpp; dst 64-byte aligned).
+template <class V, bool Stream = false>
+inline void widen_row(DType t, const void *src, float *dst, std::int64_t n) {
   if (t == DType::f32) {
     std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
     return;
@@ -28,11 +31,12 @@ template <class V> inline void widen_row(DType t, const void *src, float *dst, s
     if (t == DType::bf16) {
       for (; i + 16 <= n; i += 16) {
         const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(s + i));
-        _mm512_storeu_si512(dst + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        store_vector<Stream>(dst + i,
+                             _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
       }
     } else {
       for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(
+        store_vector<Stream>(
             dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(s + i))));
     }
   }
@@ -42,12 +46,11 @@ template <class V> inline void widen_row(DType t, const void *src, float *dst, s
     if (t == DType::bf16) {
       for (; i + 8 <= n; i += 8) {
         const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i));
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst + i),
-                            _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+        store_vector<Stream>(dst + i, _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
       }
     } else {
       for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(
+        store_vector<Stream>(
             dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i))));
     }
   }
@@ -58,8 +61,8 @@ template <class V> inline void widen_row(DType t, const void *src, float *dst, s
       const __m128i zero = _mm_setzero_si128();
       for (; i + 8 <= n; i += 8) {
         const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i));
-        _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + i), _mm_unpacklo_epi16(zero, h));
-        _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + i + 4), _mm_unpackhi_epi16(zero, h));
+        store_vector<Stream>(dst + i, _mm_unpacklo_epi16(zero, h));
+        store_vector<Stream>(dst + i + 4, _mm_unpackhi_epi16(zero, h));
       }
     }
   }

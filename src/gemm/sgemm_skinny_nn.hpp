@@ -35,16 +35,17 @@ template <class V, class Cfg, int M> constexpr std::int64_t skinny_n_block() {
 // M rows; A row i at a + i * lda (contiguous), acc row i at acc + i * ldacc.
 // The accumulators round-trip through memory between k blocks, which is
 // exact, so the sum per element is one unbroken chain of fused multiply-adds.
-// pf, when given, is rows wanted later (stride ldpf): each k step requests
-// the lines of row p - p0 that span the strip's NV * W floats (prefetcht2),
-// among its FMAs.
+// pf, when given, is rows wanted later (stride ldpf, B's type): each k step
+// requests the lines of row p - p0 that span the strip's NV * W elements
+// (prefetcht2), among its FMAs.
 // TB: B's element type (widen.hpp; attention's half-precision values).
 template <class V, int M, int NV, class TB = float>
 inline void skinny_n_tile(std::int64_t p0, std::int64_t p1, const float *a, std::int64_t lda,
                           const TB *b, std::int64_t ldb, float *acc_mem, std::int64_t ldacc,
-                          const float *pf = nullptr, std::int64_t ldpf = 0) {
+                          const TB *pf = nullptr, std::int64_t ldpf = 0) {
   using reg = typename V::reg;
   constexpr int W = V::width;
+  constexpr int kLine = 64 / static_cast<int>(sizeof(TB)); // elements per cache line
   reg acc[M][NV];
 #pragma GCC unroll 8
   for (int i = 0; i < M; ++i)
@@ -54,7 +55,7 @@ inline void skinny_n_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
     const TB *bp = b + p * ldb;
     if (pf)
 #pragma GCC unroll 8
-      for (int x = 0; x < NV * W; x += 16) __builtin_prefetch(pf + (p - p0) * ldpf + x, 0, 1);
+      for (int x = 0; x < NV * W; x += kLine) __builtin_prefetch(pf + (p - p0) * ldpf + x, 0, 1);
     reg bv[NV];
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) bv[v] = load_as<V>(bp + v * W);

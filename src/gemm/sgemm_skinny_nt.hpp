@@ -28,10 +28,11 @@ namespace AK_ISA_NS {
 template <class V, int M, int J, bool RowByRow = false, bool AInRegisters = false, class TB = float>
 inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std::int64_t lda,
                           const TB *b, std::int64_t ldb, float *sum, std::int64_t lds,
-                          const float *b_next = nullptr) {
+                          const TB *b_next = nullptr) {
   using reg = typename V::reg;
   constexpr int W = V::width;
   constexpr std::int64_t kAhead = 512;
+  constexpr std::int64_t kLine = 64 / sizeof(TB); // elements per cache line
   reg acc[M][J];
 #pragma GCC unroll 8
   for (int i = 0; i < M; ++i)
@@ -51,7 +52,8 @@ inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
       reg bv[J];
 #pragma GCC unroll 8
       for (int j = 0; j < J; ++j) bv[j] = load_as<V>(b + j * ldb + p);
-      if (b_next && (p & 15) == 0) // a line of each next row per line consumed (prefetcht2)
+      if (b_next &&
+          (p & (kLine - 1)) == 0) // a line of each next row per line consumed (prefetcht2)
 #pragma GCC unroll 8
         for (int j = 0; j < J; ++j) __builtin_prefetch(b_next + j * ldb + p, 0, 1);
       // m >= 4 also asks for its own rows kAhead floats on: with the
