@@ -9,10 +9,13 @@
 // order, so that no two consecutive pages of a sequence are adjacent in
 // memory. `bytes` counts K and V at their stored size (2 bytes per element
 // for half types); decode also reports read_adj, the streaming read
-// measured around it.
+// measured around it. Every half-precision or paged row is timed in pairs
+// with its baseline (fp32, or the contiguous cache of its type), and
+// reports the median ratio of the pairs: vs_f32 or vs_contiguous.
 #include "bench_kv_cache.hpp"
 
 #include "bench_common.hpp"
+#include "paired_timing.hpp"
 
 #include <attnkern.h>
 #include <benchmark/benchmark.h>
@@ -66,9 +69,24 @@ struct Storage {
   int bytes() const { return type == AK_F32 ? 4 : 2; }
 };
 
+// Bytes in a Buffer (bench_common.hpp: 64-byte aligned, and on huge pages
+// from 4 MiB, as every other buffer of the benchmarks: on 4 KiB pages each
+// 4 KiB of a shuffled pool is a TLB miss and a cold start of the hardware
+// prefetcher, which a paged cache in an engine's huge-page pool does not
+// see).
+struct Bytes {
+  Buffer buf;
+  std::size_t n = 0;
+  Bytes() = default;
+  explicit Bytes(std::size_t bytes) : buf((bytes + 3) / 4), n(bytes) {}
+  unsigned char *data() { return reinterpret_cast<unsigned char *>(buf.data()); }
+  const unsigned char *data() const { return reinterpret_cast<const unsigned char *>(buf.data()); }
+  std::size_t size() const { return n; }
+};
+
 // One storage of a data key's K and V: raw bytes, and the block table.
 struct Stored {
-  std::vector<unsigned char> k, v;
+  Bytes k, v;
   std::vector<std::int32_t> table;
   std::int64_t num_pages = 0;
 };
@@ -101,8 +119,8 @@ const Stored &stored_for(const KvShape &s, KvData &w, const Storage &st) {
   if (it != w.stored.end()) return it->second;
   Stored out;
   const std::int64_t rows = s.heads * s.L, d = s.d;
-  std::vector<unsigned char> kc(static_cast<std::size_t>(rows * d * st.bytes()));
-  std::vector<unsigned char> vc(kc.size());
+  Bytes kc(static_cast<std::size_t>(rows * d * st.bytes()));
+  Bytes vc(kc.size());
   ak_convert(static_cast<ak_dtype>(st.type), kc.data(), AK_F32, w.k.data(), rows * d);
   ak_convert(static_cast<ak_dtype>(st.type), vc.data(), AK_F32, w.v.data(), rows * d);
   if (st.page_size == 0) {
@@ -114,15 +132,15 @@ const Stored &stored_for(const KvShape &s, KvData &w, const Storage &st) {
     std::shuffle(ids.begin(), ids.end(), std::mt19937(7));
     out.table = ids, out.num_pages = pages;
     const std::size_t row = static_cast<std::size_t>(d * st.bytes());
-    out.k.assign(static_cast<std::size_t>(pages * s.heads * ps) * row, 0);
-    out.v.assign(out.k.size(), 0);
+    out.k = Bytes(static_cast<std::size_t>(pages * s.heads * ps) * row);
+    out.v = Bytes(out.k.size());
     for (std::int64_t h = 0; h < s.heads; ++h)
       for (std::int64_t j = 0; j < s.L; ++j) {
         const std::size_t src = static_cast<std::size_t>(h * s.L + j) * row;
         const std::size_t dst =
             static_cast<std::size_t>((ids[j / ps] * s.heads + h) * ps + j % ps) * row;
-        std::memcpy(&out.k[dst], &kc[src], row);
-        std::memcpy(&out.v[dst], &vc[src], row);
+        std::memcpy(out.k.data() + dst, kc.data() + src, row);
+        std::memcpy(out.v.data() + dst, vc.data() + src, row);
       }
   }
   return w.stored.emplace(std::make_pair(st.type, st.page_size), std::move(out)).first->second;
@@ -197,9 +215,20 @@ void BM_kv(benchmark::State &state, KvShape s, Storage st, int threads) {
   }
   const double read_before = s.decode ? read_gbps_now(threads) : 0.0;
   settle(Impl::attnkern, threads);
-  for (auto _ : state) {
-    call(s, w, st, w.o.data());
-    benchmark::ClobberMemory();
+  if (st.type == AK_F32 && st.page_size == 0) {
+    for (auto _ : state) {
+      call(s, w, st, w.o.data());
+      benchmark::ClobberMemory();
+    }
+  } else {
+    // Each call paired with its baseline's (paired_timing.hpp): a half
+    // cache with fp32's, a paged one with the contiguous cache of its type.
+    // vs_f32 / vs_contiguous: baseline time over this time (> 1: faster).
+    const Storage base = st.page_size ? Storage{st.type, 0} : Storage{AK_F32, 0};
+    call(s, w, base, w.o.data()); // its data made before anything is timed
+    const double r = paired_ratio(
+        state, [&] { call(s, w, st, w.o.data()); }, [&] { call(s, w, base, w.o.data()); });
+    state.counters[st.page_size ? "vs_contiguous" : "vs_f32"] = 1.0 / r;
   }
   if (s.decode) state.counters["read_adj"] = (read_before + read_gbps_now(threads)) / 2;
   const double bytes = 2.0 * double(s.kv_heads * s.L * s.d) * st.bytes();
@@ -237,9 +266,11 @@ void register_kv_cache_benchmarks() {
       for (const Storage &st : storages) {
         const std::string name =
             s.kind() + "/" + st.name() + "/" + s.label() + "/threads:" + std::to_string(threads);
+        // (Paired rows run their baseline too, untimed: half the timed time.)
+        const bool paired = st.type != AK_F32 || st.page_size != 0;
         benchmark::RegisterBenchmark(name.c_str(), BM_kv, s, st, threads)
             ->Unit(benchmark::kMillisecond)
-            ->MinTime(0.2)
+            ->MinTime(paired ? 0.1 : 0.2)
             ->UseRealTime();
       }
 }

@@ -13,6 +13,7 @@
 #include "bench_modifiers.hpp"
 
 #include "bench_common.hpp"
+#include "paired_timing.hpp"
 
 #include <attnkern.h>
 #include <benchmark/benchmark.h>
@@ -101,48 +102,6 @@ double row_diff(const ak_attention_desc &a, const Tensors &t, std::int64_t rows,
     worst = std::max(worst, std::fabs(acc - t.o.data()[(h * rows + q0 + i) * d + c]));
   }
   return worst;
-}
-
-// Seconds that f takes.
-template <class F> double seconds(F &&f) {
-  const auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> x) {
-  if (x.empty()) return NAN;
-  std::sort(x.begin(), x.end());
-  const std::size_t n = x.size();
-  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
-// The timed loop of `timed`, each iteration paired with an untimed call of
-// `baseline` right before or after it (alternately): the median of the
-// per-pair time ratios timed / baseline. On a shared machine whose speed
-// drifts by 10-20% between runs, a pair sees one machine state, so the
-// ratio stays within a few percent where separate medians do not.
-template <class T, class B> double paired_ratio(benchmark::State &state, T &&timed, B &&baseline) {
-  std::vector<double> ratios;
-  bool baseline_first = true;
-  for (auto _ : state) {
-    double tb = 0, tt = 0;
-    if (baseline_first) {
-      state.PauseTiming();
-      tb = seconds(baseline);
-      state.ResumeTiming();
-    }
-    tt = seconds(timed);
-    benchmark::ClobberMemory();
-    if (!baseline_first) {
-      state.PauseTiming();
-      tb = seconds(baseline);
-      state.ResumeTiming();
-    }
-    ratios.push_back(tt / tb);
-    baseline_first = !baseline_first;
-  }
-  return median(ratios);
 }
 
 double max_rss_mib() {

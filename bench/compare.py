@@ -1320,12 +1320,15 @@ def render(context, entries, reps, command=None):
     if "kvdecode" in kinds:
         section("### Decode over f16/bf16 and paged K/V caches (q_len 1, d 128, 32 query "
                 "heads; GB/s = K and V at their stored size, 2·kv_heads·kv_len·d·(2 or 4) bytes "
-                "/ real time; tokens/s vs fp32 = attnkern's fp32 time / this time; paged: "
-                "shuffled page ids, against the contiguous cache of the same type"
+                "/ real time; tokens/s vs fp32 = attnkern's fp32 time / this time, the median "
+                "of per-call ratios, each call timed next to an fp32 call (paged rows: their "
+                "ratio to the contiguous cache times that cache's to fp32); paged: shuffled "
+                "page ids, against the contiguous cache of the same type, paired likewise"
                 f"{ADJACENT_NOTE})", compare_kv.decode_table(entries))
     if "kvprefill" in kinds:
         section("### Prefill over f16/bf16 and paged K/V (batch 1, 8 heads, q_len = kv_len = L; "
-                "GFLOP/s as in the prefill table; vs fp32 = of attnkern's fp32 GFLOP/s)",
+                "GFLOP/s as in the prefill table; vs fp32 = of attnkern's fp32 GFLOP/s, paired "
+                "per call as in the decode table)",
                 compare_kv.prefill_table(entries))
     if "kvdecode" in kinds or "kvprefill" in kinds:
         summ = compare_kv.summary(entries)

@@ -43,6 +43,31 @@ def _contiguous(impl):
     return re.sub(r"_paged\d+$", "", impl)
 
 
+# The ratios below are the paired medians the benchmark reports (vs_f32 for a
+# contiguous half cache, vs_contiguous for a paged one: baseline time over
+# this time, each call timed next to its baseline's); from separate medians
+# only where a run lacks them.
+def _paged_vs_contiguous(by_impl, impl):
+    paired = _value(by_impl, impl, "vs_contiguous")
+    if paired is not None:
+        return paired
+    return _ratio(_value(by_impl, _contiguous(impl), "ms"), _value(by_impl, impl, "ms"))
+
+
+def _speed_vs_f32(by_impl, impl):
+    """This storage's speed over fp32's: a paged one's is its ratio to the
+    contiguous cache times that cache's to fp32."""
+    if impl == F32:
+        return 1.0
+    if "_paged" in impl:
+        p, c = _paged_vs_contiguous(by_impl, impl), _speed_vs_f32(by_impl, _contiguous(impl))
+        return p * c if p is not None and c is not None else None
+    paired = _value(by_impl, impl, "vs_f32")
+    if paired is not None:
+        return paired
+    return _ratio(_value(by_impl, F32, "ms"), _value(by_impl, impl, "ms"))
+
+
 def decode_table(entries):
     """One row per (shape, threads, storage): GB/s, % of the adjacent read,
     token rate against fp32, and paged against contiguous."""
@@ -55,17 +80,15 @@ def decode_table(entries):
         if kind != "kvdecode" or not m:
             continue
         h, kvh, _, n = m.groups()
-        t32 = _value(by_impl, F32, "ms")
         for impl in impls:
             if impl not in by_impl:
                 continue
             gbs = _value(by_impl, impl, "bytes")
-            ms = _value(by_impl, impl, "ms")
-            paged = _ratio(_value(by_impl, _contiguous(impl), "ms"), ms) if "_paged" in impl else None
+            paged = _paged_vs_contiguous(by_impl, impl) if "_paged" in impl else None
             cells = [f"{h}/{kvh}", n, str(t), impl.replace("attnkern_", ""),
                      "—" if gbs is None else f"{gbs / 1e9:.1f}",
                      _pct(_ratio(gbs / 1e9 if gbs else None, _value(by_impl, impl, "read_adj"))),
-                     _x(_ratio(t32, ms)) if impl != F32 else "1.00×", _pct(paged)]
+                     _x(_speed_vs_f32(by_impl, impl)), _pct(paged)]
             lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -79,13 +102,12 @@ def prefill_table(entries):
         if kind != "kvprefill" or not m:
             continue
         d, L, mask = m.groups()
-        f32 = _value(by_impl, F32, "flops")
         for impl in impls:
             if impl not in by_impl:
                 continue
             f = _value(by_impl, impl, "flops")
             cells = [d, L, mask, str(t), impl.replace("attnkern_", ""),
-                     "—" if f is None else f"{f / 1e9:.1f}", _pct(_ratio(f, f32))]
+                     "—" if f is None else f"{f / 1e9:.1f}", _pct(_speed_vs_f32(by_impl, impl))]
             lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -101,28 +123,25 @@ def summary(entries):
                 continue
             if kind == "kvdecode":
                 m = DECODE_RE.match(shape)
-                t32 = _value(by_impl, F32, "ms")
                 for impl in by_impl:
                     if impl == F32:
                         continue
-                    ms = _value(by_impl, impl, "ms")
                     gbs = _value(by_impl, impl, "bytes")
                     r = _ratio(gbs / 1e9 if gbs else None, _value(by_impl, impl, "read_adj"))
                     if r is not None:
                         reads.append((r, f"{shape} {impl}"))
                     if "_paged" in impl:
-                        p = _ratio(_value(by_impl, _contiguous(impl), "ms"), ms)
+                        p = _paged_vs_contiguous(by_impl, impl)
                         if p is not None:
                             paged.append((p, f"{shape} {impl}"))
                     elif m and m.group(1) == m.group(2):
-                        x = _ratio(t32, ms)
+                        x = _speed_vs_f32(by_impl, impl)
                         if x is not None:
                             tokens.append((x, f"{shape} {impl}"))
             elif kind == "kvprefill":
-                f32 = _value(by_impl, F32, "flops")
                 for impl in by_impl:
                     if impl != F32:
-                        r = _ratio(_value(by_impl, impl, "flops"), f32)
+                        r = _speed_vs_f32(by_impl, impl)
                         if r is not None:
                             prefill.append((r, f"{shape} {impl}"))
 

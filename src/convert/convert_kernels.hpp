@@ -114,7 +114,6 @@ template <class V> void kv_store_token(const KvStoreArgs &a, std::int64_t t, boo
     void *dst = static_cast<char *>(a.pool) + (base + h * a.page_strides[1]) * esize;
     convert_range<V>(a.dst_type, dst, DType::f32, src + h * a.src_strides[1], a.head_dim, stream);
   }
-  if (stream) V::stream_fence();
 }
 
 template <class V> void kv_cache_store(const KvStoreArgs &a, int threads) {
@@ -122,8 +121,13 @@ template <class V> void kv_cache_store(const KvStoreArgs &a, int threads) {
                       static_cast<double>(a.head_dim);
   threads = threads_for_work(threads, work, static_cast<double>(kConvertMinPerThread));
   const bool stream = work * dtype_size(a.dst_type) >= static_cast<double>(kConvertStreamMinBytes);
-  parallel_for_static(threads, a.n_tokens,
-                      [&](std::int64_t t) { kv_store_token<V>(a, t, stream); });
+  // One contiguous share of the tokens per thread, fenced once at its end
+  // (a fence per token waited on every row's streamed lines).
+  parallel_for_static(threads, threads, [&](std::int64_t part) {
+    const std::int64_t lo = a.n_tokens * part / threads, hi = a.n_tokens * (part + 1) / threads;
+    for (std::int64_t t = lo; t < hi; ++t) kv_store_token<V>(a, t, stream);
+    if (stream) V::stream_fence();
+  });
 }
 
 } // namespace AK_ISA_NS
