@@ -28,12 +28,13 @@ static const char *const words[N] = {"the", "cat", "sat", "down"};
 
 /* Prints a step as "-- title [rows x cols]" and one labelled row a line (the
  * layout check_c_output.py reads; labels NULL: the row numbers). */
-static void show(const char *title, const float *m, int rows, int cols,
-                 const char *const *labels) {
+static void show(const char *title, const float *m, int rows, int cols, const char *const *labels) {
   printf("-- %s [%d x %d]\n", title, rows, cols);
   for (int r = 0; r < rows; ++r) {
-    if (labels) printf("%-12s", labels[r]);
-    else printf("%-12d", r);
+    if (labels)
+      printf("%-12s", labels[r]);
+    else
+      printf("%-12d", r);
     for (int c = 0; c < cols; ++c) printf("%11.6f", m[r * cols + c]);
     printf("\n");
   }
@@ -45,7 +46,8 @@ static void make_weights(int which, int cols, float *w) {
   for (int h = 0; h < HEADS; ++h)
     for (int r = 0; r < D_MODEL; ++r)
       for (int c = 0; c < cols; ++c)
-        w[(h * D_MODEL + r) * cols + c] = (float)((7 * h + 5 * r + 3 * c + 2 * which) % 11 - 5) / 10;
+        w[(h * D_MODEL + r) * cols + c] =
+            (float)((7 * h + 5 * r + 3 * c + 2 * which) % 11 - 5) / 10;
 }
 
 int main(void) {
@@ -74,8 +76,7 @@ int main(void) {
   /* Projections, scores scaled by 1/sqrt(d_k), softmax and context, for
      every head in one call; out is [head, word, d_v]. */
   float out[HEADS * N * D_V];
-  AK_CHECK(ak_mha_self_attention(N, D_MODEL, HEADS, D_K, D_V, x, w_q, w_k, w_v, AK_MASK_NONE,
-                                 out));
+  AK_CHECK(ak_mha_self_attention(N, D_MODEL, HEADS, D_K, D_V, x, w_q, w_k, w_v, AK_MASK_NONE, out));
   for (int h = 0; h < HEADS; ++h) {
     snprintf(title, sizeof title, "head %d context", h);
     show(title, out + h * N * D_V, N, D_V, words);
@@ -85,8 +86,7 @@ int main(void) {
   float concat[N * HEADS * D_V];
   for (int t = 0; t < N; ++t)
     for (int h = 0; h < HEADS; ++h)
-      for (int c = 0; c < D_V; ++c)
-        concat[(t * HEADS + h) * D_V + c] = out[(h * N + t) * D_V + c];
+      for (int c = 0; c < D_V; ++c) concat[(t * HEADS + h) * D_V + c] = out[(h * N + t) * D_V + c];
   show("heads concatenated", concat, N, HEADS * D_V, words);
   return EXIT_SUCCESS;
 }

@@ -28,12 +28,13 @@ static const char *const words[N] = {"the", "cat", "sat", "down"};
 
 /* Prints a step as "-- title [rows x cols]" and one labelled row a line (the
  * layout check_c_output.py reads; labels NULL: the row numbers). */
-static void show(const char *title, const float *m, int rows, int cols,
-                 const char *const *labels) {
+static void show(const char *title, const float *m, int rows, int cols, const char *const *labels) {
   printf("-- %s [%d x %d]\n", title, rows, cols);
   for (int r = 0; r < rows; ++r) {
-    if (labels) printf("%-12s", labels[r]);
-    else printf("%-12d", r);
+    if (labels)
+      printf("%-12s", labels[r]);
+    else
+      printf("%-12d", r);
     for (int c = 0; c < cols; ++c) printf("%11.6f", m[r * cols + c]);
     printf("\n");
   }
@@ -62,12 +63,12 @@ int main(void) {
   show("w_q", w_q, D_MODEL, D_K, NULL);
   show("w_k", w_k, D_MODEL, D_K, NULL);
   show("w_v", w_v, D_MODEL, D_V, NULL);
-  AK_CHECK(ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, N, D_K, D_MODEL, 1.0f, x, D_MODEL, w_q, D_K, 0.0f,
-                    q, D_K));
-  AK_CHECK(ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, N, D_K, D_MODEL, 1.0f, x, D_MODEL, w_k, D_K, 0.0f,
-                    k, D_K));
-  AK_CHECK(ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, N, D_V, D_MODEL, 1.0f, x, D_MODEL, w_v, D_V, 0.0f,
-                    v, D_V));
+  AK_CHECK(ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, N, D_K, D_MODEL, 1.0f, x, D_MODEL, w_q, D_K, 0.0f, q,
+                    D_K));
+  AK_CHECK(ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, N, D_K, D_MODEL, 1.0f, x, D_MODEL, w_k, D_K, 0.0f, k,
+                    D_K));
+  AK_CHECK(ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, N, D_V, D_MODEL, 1.0f, x, D_MODEL, w_v, D_V, 0.0f, v,
+                    D_V));
   show("q = x w_q", q, N, D_K, words);
   show("k = x w_k", k, N, D_K, words);
   show("v = x w_v", v, N, D_V, words);
@@ -86,8 +87,8 @@ int main(void) {
 
   /* 5. Each word's context vector: the values averaged with its weights. */
   float context[N * D_V];
-  AK_CHECK(ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, N, D_V, N, 1.0f, weights, N, v, D_V, 0.0f, context,
-                    D_V));
+  AK_CHECK(
+      ak_sgemm(AK_NO_TRANS, AK_NO_TRANS, N, D_V, N, 1.0f, weights, N, v, D_V, 0.0f, context, D_V));
   show("context = weights v", context, N, D_V, words);
 
   /* 6. All of 3-5 in one fused call, which never forms the score matrix
