@@ -7,7 +7,7 @@
  *
  *   cc cross_attention.c gray_png.c -I<prefix>/include -L<prefix>/lib -lattnkern -lm \
  *      -o cross_attention
- *   ./cross_attention embeddings.txt [heatmap.png]
+ *   ./cross_attention embeddings.txt [heatmap.png (default cross_attention_c.png)]
  *
  * check_c_output.py checks the printed weights against float64;
  * cross_attention.py is the same in Python, with the words on the map's axes. */
@@ -96,7 +96,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s embeddings.txt [heatmap.png]\n", argv[0]);
     return EXIT_FAILURE;
   }
-  const char *png_path = argc == 3 ? argv[2] : "cross_attention.png";
+  const char *png_path = argc == 3 ? argv[2] : "cross_attention_c.png";
   int dim;
   const int vocab_size = read_vocabulary(argv[1], &dim);
   if (vocab_size <= 0) {

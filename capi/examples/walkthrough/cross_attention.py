@@ -6,6 +6,7 @@ the alignment is saved as a heat map with the words on its axes.
 
     AK_LIBRARY=build/libattnkern.so python3 cross_attention.py [heatmap.png]
 
+writes the heat map to heatmap.png, by default cross_attention_python.png.
 The weights are checked against numpy in float64: each row sums to 1, and
 each French word's largest weight falls on its translation. The heat map
 needs matplotlib (Debian: python3-matplotlib); without it the numbers are
@@ -123,7 +124,7 @@ def main():
 
     print("alignment (each french word's largest weight):")
     check_alignment(weights)
-    save_heatmap(weights, sys.argv[1] if len(sys.argv) > 1 else "cross_attention.png")
+    save_heatmap(weights, sys.argv[1] if len(sys.argv) > 1 else "cross_attention_python.png")
 
 
 if __name__ == "__main__":
