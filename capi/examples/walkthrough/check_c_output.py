@@ -62,9 +62,11 @@ def check_self_attention(exe):
     scores = q @ k.T / np.sqrt(sa.W_Q.shape[1])
     weights = softmax64(scores)
     for title, want in (("word vectors", sa.X), ("position encoding", x64 - sa.X),
-                        ("x = word vectors + position encoding", x64), ("q = x w_q", q),
-                        ("k = x w_k", k), ("v = x w_v", v), ("scores = q k^T / sqrt(d_k)", scores),
-                        ("weights = softmax(scores)", weights), ("context = weights v", weights @ v),
+                        ("x = word vectors + position encoding", x64),
+                        ("q = x w_q", q), ("k = x w_k", k), ("v = x w_v", v),
+                        ("scores = q k^T / sqrt(d_k)", scores),
+                        ("weights = softmax(scores)", weights),
+                        ("context = weights v", weights @ v),
                         ("ak_attention(q, k, v)", weights @ v)):
         expect(steps, title, want, sa.WORDS)
     for title, w in (("w_q", sa.W_Q), ("w_k", sa.W_K), ("w_v", sa.W_V)):
@@ -76,8 +78,9 @@ def check_mha(exe):
     n, d_model = sa.X.shape
     x64 = sa.X.astype(np.float64) + sa.position_encoding64(n, d_model)
     expect(steps, "x = word vectors + position encoding", x64, sa.WORDS)
+    shapes = (("w_q", mha.D_K), ("w_k", mha.D_K), ("w_v", mha.D_V))
     w = {name: mha.make_weights(which, cols, d_model)
-         for which, (name, cols) in enumerate((("w_q", mha.D_K), ("w_k", mha.D_K), ("w_v", mha.D_V)))}
+         for which, (name, cols) in enumerate(shapes)}
     heads = []
     for h in range(mha.HEADS):
         for name in w:

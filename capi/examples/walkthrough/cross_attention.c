@@ -58,7 +58,7 @@ static int read_vocabulary(const char *path, int *dim) {
     int d = 0;
     while ((tok = strtok(NULL, " \t\r\n")) && d < MAX_DIM)
       table[n * MAX_DIM + d++] = strtof(tok, NULL);
-    if (d == 0 || (*dim && d != *dim)) break;
+    if (tok || d == 0 || (*dim && d != *dim)) break; /* too many numbers, none, or a new count */
     *dim = d, ++n;
   }
   const int ok = feof(f);
@@ -106,12 +106,16 @@ int main(int argc, char **argv) {
   printf("%d words of %d dimensions from %s\n", vocab_size, dim, argv[1]);
 
   int32_t fr_ids[FR], en_ids[EN];
-  printf("french ids: ");
-  for (int i = 0; i < FR; ++i)
-    printf("%s=%d ", french[i], fr_ids[i] = token_id(french[i], vocab_size));
+  printf("french ids:");
+  for (int i = 0; i < FR; ++i) {
+    fr_ids[i] = token_id(french[i], vocab_size);
+    printf(" %s=%d", french[i], fr_ids[i]);
+  }
   printf("\nenglish ids:");
-  for (int j = 0; j < EN; ++j)
-    printf(" %s=%d", english[j], en_ids[j] = token_id(english[j], vocab_size));
+  for (int j = 0; j < EN; ++j) {
+    en_ids[j] = token_id(english[j], vocab_size);
+    printf(" %s=%d", english[j], en_ids[j]);
+  }
   printf("\n");
 
   /* Queries are the French words, keys and values the English ones. (A
