@@ -6,7 +6,9 @@ the alignment is saved as a heat map with the words on its axes.
 
     AK_LIBRARY=build/libattnkern.so python3 cross_attention.py [heatmap.png]
 
-writes the heat map to heatmap.png, by default cross_attention_python.png.
+writes the heat map to heatmap.png, by default cross_attention_python.png
+(cross_attention_heatmap.png beside this file, shown in the top-level
+README, is this program's output).
 The weights are checked against numpy in float64: each row sums to 1, and
 each French word's largest weight falls on its translation. The heat map
 needs matplotlib (Debian: python3-matplotlib); without it the numbers are
