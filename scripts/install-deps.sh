@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages attnkern needs that are not there yet.
 #   install-deps.sh          build + tests (+ the other-language consumers; python3-onnx
-#                            for the test of bench/ort_peer.py on its stand-in)
+#                            for the test of bench/ort_peer.py on its stand-in;
+#                            python3-matplotlib for the walkthrough's heat map)
 #   install-deps.sh --bench  also the benchmark peers (Google Benchmark, OpenBLAS, oneDNN) and
 #                            gnuplot-nox (bench/chart.py draws the SGEMM chart with it)
 #   install-deps.sh --clang  also Clang and its OpenMP runtime (scripts/test.sh --clang)
@@ -9,7 +10,8 @@
 #   install-deps.sh --fuzz   also Clang's sanitizer and libFuzzer runtimes (scripts/fuzz.sh)
 set -euo pipefail
 
-want=(cmake g++ make pkg-config libxsimd-dev libgtest-dev python3 python3-numpy python3-onnx golang-go)
+want=(cmake g++ make pkg-config libxsimd-dev libgtest-dev python3 python3-numpy python3-onnx
+      python3-matplotlib golang-go)
 # The Rust consumer test needs cargo: rustup's if present, else Debian's
 # (rustc 1.63, the crate's rust-version).
 if ! command -v cargo >/dev/null 2>&1 && [[ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ]]; then
