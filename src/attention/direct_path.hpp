@@ -96,10 +96,11 @@ inline void AttentionItem<V, Cfg>::rows_dispatch(std::int64_t rows, F &&f) {
 // leaves them to the hardware prefetcher: items of 1 or 2 rows (MHA
 // decode, GQA groups of 2) whose V rows are 1, 2, 4 or 8 vectors (d 16 to
 // 128 on AVX-512), so that the P V pass can take whole rows, and the K
-// pass takes its rows one by one. There, the requests ahead (below) only
-// cost bandwidth (the likely cause: each holds one of the core's few L1
-// miss buffers); they pay where a pass steps across rows, a pattern the
-// hardware prefetcher does not follow, or does more arithmetic per byte.
+// pass takes its rows one by one. There, for fp32 rows, the requests ahead
+// (below) only cost bandwidth (the likely cause: each holds one of the
+// core's few L1 miss buffers); they pay where a pass steps across rows, a
+// pattern the hardware prefetcher does not follow, for 16-bit rows (the
+// typed path, typed_ahead), or where a pass does more arithmetic per byte.
 // Groups of 4 (4 FMAs per vector loaded) ran slower in order than with the
 // requests. Returns the vectors per V row, or 0 for the requests ahead.
 template <class V, class Cfg>
@@ -234,7 +235,8 @@ inline void AttentionItem<V, Cfg>::direct_pv_grouped(std::int64_t bk, const floa
 
 // acc_r += sum_j w_rj v_j over the block, in runs of kPvKeys keys and,
 // within a run, dv in strips of skinny_strip_vectors; the next block's K rows
-// (kn, `next` of them) are requested alongside.
+// (kn, `next` of them) are requested alongside, or on the typed path the V
+// rows `ahead` (typed_ahead).
 template <class V, class Cfg>
 template <int M, class T>
 inline void AttentionItem<V, Cfg>::direct_pv(std::int64_t bk, const T *vb, std::int64_t vs,

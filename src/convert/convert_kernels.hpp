@@ -26,15 +26,18 @@ constexpr std::int64_t kConvertMinPerThread = std::int64_t{1} << 16;
 // buffer that stays in L1).
 constexpr std::int64_t kConvertBlock = 512;
 
-// Outputs of this many bytes and more are written with streaming stores
-// (vector_stores.hpp): they would not stay in cache for the caller anyway,
+// fp32 <-> f16/bf16 outputs of this many bytes and more are written with
+// streaming stores where the instruction set has them (vector_stores.hpp;
+// copies go through memmove, which decides for itself, and f16 <-> bf16
+// through an L1 buffer): they would not stay in cache for the caller anyway,
 // and a plain store's miss first reads the line it overwrites, a third
 // transfer besides the read and the write. memcpy switches likewise for
 // large copies. A function of the size alone; the bits never change.
 constexpr std::int64_t kConvertStreamMinBytes = std::int64_t{16} << 20;
 
-// fp32 <-> f16/bf16 over one stretch, with streaming stores from dst's
-// first 64-byte boundary where `stream`.
+// fp32 <-> f16/bf16 over one stretch, with streaming stores over the whole
+// 64-byte lines of dst where `stream` (a partial line streamed is slow to
+// flush; the ends take plain stores).
 template <class V>
 void convert_between_f32(DType dt, void *dst, DType st, const void *src, std::int64_t n,
                          bool stream) {
@@ -51,8 +54,10 @@ void convert_between_f32(DType dt, void *dst, DType st, const void *src, std::in
   const auto address = reinterpret_cast<std::uintptr_t>(dst);
   if (!stream || address % ds != 0) return run(0, n, std::false_type{});
   const std::int64_t head = std::min(n, static_cast<std::int64_t>((64 - address % 64) % 64) / ds);
+  const std::int64_t lines_end = head + (n - head) * ds / 64 * 64 / ds;
   run(0, head, std::false_type{});
-  run(head, n, std::true_type{});
+  run(head, lines_end, std::true_type{});
+  run(lines_end, n, std::false_type{});
 }
 
 // One contiguous stretch of a conversion, dst and src already offset.

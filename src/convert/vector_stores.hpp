@@ -6,17 +6,22 @@
 // data is read by another thread (stream_fence in simd.hpp).
 #pragma once
 
+#include <cstdint>
+
 #include "../simd.hpp"
 
 namespace attnkern {
 namespace AK_ISA_NS {
 
-// Where a conversion streams its output, its loop also requests the source
-// 4 KiB ahead, a line per line read (into L2; a request past the end is
-// harmless): narrowing reads twice the bytes it writes, and the hardware
-// prefetcher alone left that read short of the copy's.
+// Where a narrowing streams its output, its loop also requests the source
+// 4 KiB ahead, a line per line read (into L2): it reads twice the bytes it
+// writes, and the hardware prefetcher alone left that read short of the
+// copy's. The address is formed as an integer, as it may lie past the end
+// (a prefetch never faults).
 template <bool Stream> AK_ALWAYS_INLINE void request_source_ahead(const float *p) {
-  if constexpr (Stream) __builtin_prefetch(p + 1024, 0, 1);
+  if constexpr (Stream)
+    __builtin_prefetch(reinterpret_cast<const void *>(reinterpret_cast<std::uintptr_t>(p) + 4096),
+                       0, 1);
 }
 
 #if defined(AK_ISA_HAS_XSIMD) && defined(__AVX512F__)

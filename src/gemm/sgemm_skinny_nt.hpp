@@ -59,7 +59,7 @@ inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
       // m >= 4 also asks for its own rows kAhead floats on: with the
       // arithmetic of four or more A rows per B vector between requests,
       // the next rows' prefetches alone leave the stream short.
-      if (M >= 4 && (p & 15) == 0 && p + kAhead < p1) {
+      if (M >= 4 && (p & (kLine - 1)) == 0 && p + kAhead < p1) {
 #pragma GCC unroll 8
         for (int j = 0; j < J; ++j) __builtin_prefetch(b + j * ldb + p + kAhead, 0, 1);
       }
