@@ -46,7 +46,8 @@ inline void widen_row(DType t, const void *src, float *dst, std::int64_t n) {
     if (t == DType::bf16) {
       for (; i + 8 <= n; i += 8) {
         const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i));
-        store_vector<Stream>(dst + i, _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+        store_vector<Stream>(dst + i,
+                             _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
       }
     } else {
       for (; i + 8 <= n; i += 8)
