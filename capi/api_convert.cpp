@@ -118,8 +118,18 @@ std::int64_t check_pool(ArgCheck &ck, const KvStoreArgs &a, std::int64_t num_pag
   return ck.ok() ? span : 0;
 }
 
-// Every slot in [-1, capacity), and no slot named by two tokens (found by
-// sorting the tokens by slot: O(n log n) whatever the slots).
+// Reports the first token (in order) whose slot an earlier token named.
+void fail_duplicate(ArgCheck &ck, const std::int64_t *slots, std::int64_t first,
+                    std::int64_t second) {
+  ck.fail(AK_ERR_BAD_ARGUMENT, "slots[%lld] and slots[%lld] both name slot %lld",
+          static_cast<long long>(first), static_cast<long long>(second),
+          static_cast<long long>(slots[second]));
+}
+
+// Every slot in [-1, capacity), and no slot named by two tokens. The
+// duplicates are found with one bit per slot of the pool where that map is
+// no larger than the tokens' own list (a decode step's few tokens in a big
+// pool are not), else by sorting the tokens by slot: O(n log n).
 void check_slots(ArgCheck &ck, const std::int64_t *slots, std::int64_t n_tokens,
                  std::int64_t capacity) {
   std::int64_t named = 0;
@@ -134,6 +144,21 @@ void check_slots(ArgCheck &ck, const std::int64_t *slots, std::int64_t n_tokens,
     }
     named += slots[t] >= 0;
   }
+  if (capacity / 64 <= named) { // bad_alloc: OUT_OF_MEMORY, before any store
+    std::vector<std::uint64_t> seen(static_cast<std::size_t>(capacity / 64 + 1));
+    for (std::int64_t t = 0; t < n_tokens; ++t) {
+      if (slots[t] < 0) continue;
+      std::uint64_t &word = seen[static_cast<std::size_t>(slots[t] / 64)];
+      const std::uint64_t bit = std::uint64_t{1} << (slots[t] % 64);
+      if (word & bit) {
+        std::int64_t earlier = 0;
+        while (slots[earlier] != slots[t]) ++earlier;
+        return fail_duplicate(ck, slots, earlier, t);
+      }
+      word |= bit;
+    }
+    return;
+  }
   std::vector<std::int64_t> tokens; // bad_alloc: OUT_OF_MEMORY, before any store
   tokens.reserve(static_cast<std::size_t>(named));
   for (std::int64_t t = 0; t < n_tokens; ++t)
@@ -142,12 +167,8 @@ void check_slots(ArgCheck &ck, const std::int64_t *slots, std::int64_t n_tokens,
     return slots[x] != slots[y] ? slots[x] < slots[y] : x < y;
   });
   for (std::size_t i = 1; i < tokens.size(); ++i)
-    if (slots[tokens[i]] == slots[tokens[i - 1]]) {
-      ck.fail(AK_ERR_BAD_ARGUMENT, "slots[%lld] and slots[%lld] both name slot %lld",
-              static_cast<long long>(tokens[i - 1]), static_cast<long long>(tokens[i]),
-              static_cast<long long>(slots[tokens[i]]));
-      return;
-    }
+    if (slots[tokens[i]] == slots[tokens[i - 1]])
+      return fail_duplicate(ck, slots, tokens[i - 1], tokens[i]);
 }
 
 ak_status kv_cache_store_api(std::int64_t n_tokens, std::int64_t num_kv_heads,

@@ -167,6 +167,14 @@ void add_kv_cache_store_cases(std::vector<BadCase> &cases) {
     c.slots = b.slots;
     add("slots_" + std::string(b.tag), AK_ERR_BAD_ARGUMENT, b.mentions, c);
   }
+  // A pool of far more slots than tokens: duplicates found by sorting the
+  // tokens (a small pool takes a bit per slot). The call fails before it
+  // would touch the pool, so the buffer need not be that large.
+  c = Call{};
+  c.num_pages = 1000;
+  c.n_tokens = 4;
+  c.slots = {7, 5, 7, 5};
+  add("slots_duplicate_large_pool", AK_ERR_BAD_ARGUMENT, "slots[1] and slots[3]", c);
   // Spans past a byte count: the source's, the pool's (2^61 elements of
   // fp32; the same count of f16 fits, and that call fails on its NULL pool).
   c = Call{};

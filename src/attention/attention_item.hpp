@@ -233,15 +233,25 @@ private:
   // The stored rows a pass requests `ahead` keys past the ones it reads
   // (the typed path): at(j, n) is the row of key first + j + ahead, where
   // that key and the n - 1 after it lie before `end` and in one page (one
-  // row pointer and one stride reach them), else null.
+  // row pointer and one stride reach them), else null. A pass asks for
+  // keys in increasing order, so the page it last looked up (its keys
+  // [lo, hi) and first row) is kept: one block-table lookup per page
+  // rather than two divisions and a lookup per tile.
   struct RowsAhead {
     const KvLayout *t = nullptr;
     std::int64_t b = 0, h = 0, first = 0, ahead = 0, end = 0;
+    mutable std::int64_t lo = 0, hi = 0;
+    mutable const unsigned char *lo_row = nullptr;
     template <class T> const T *at(std::int64_t j, std::int64_t n) const {
       const std::int64_t key = first + j + ahead;
-      if (!t || key + n > end || (t->block_table && key % t->page_size + n > t->page_size))
-        return nullptr;
-      return reinterpret_cast<const T *>(t->row(b, h, key));
+      if (!t || key + n > end) return nullptr;
+      if (!t->block_table) return reinterpret_cast<const T *>(t->row(b, h, key));
+      if (key < lo || key >= hi) {
+        lo = key - key % t->page_size, hi = lo + t->page_size;
+        lo_row = t->row(b, h, lo);
+      }
+      if (key + n > hi) return nullptr;
+      return reinterpret_cast<const T *>(lo_row + (key - lo) * t->strides[2] * t->elem_bytes());
     }
   };
 

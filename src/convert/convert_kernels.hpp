@@ -43,6 +43,7 @@ void convert_between_f32(DType dt, void *dst, DType st, const void *src, std::in
                          bool stream) {
   const auto run = [&](std::int64_t lo, std::int64_t hi, auto streamed) {
     constexpr bool kStream = decltype(streamed)::value;
+    if (hi <= lo) return; // (a streamed row's empty ends, once per row of a store)
     if (st == DType::f32)
       narrow_row<V, kStream>(dt, static_cast<const float *>(src) + lo,
                              static_cast<std::uint16_t *>(dst) + lo, hi - lo);

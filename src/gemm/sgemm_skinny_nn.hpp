@@ -37,7 +37,7 @@ template <class V, class Cfg, int M> constexpr std::int64_t skinny_n_block() {
 // exact, so the sum per element is one unbroken chain of fused multiply-adds.
 // pf, when given, is rows wanted later (stride ldpf, B's type): each k step
 // requests the lines of row p - p0 that span the strip's NV * W elements
-// (prefetcht2), among its FMAs.
+// (kAheadHint), among its FMAs.
 // TB: B's element type (widen.hpp; attention's half-precision values).
 template <class V, int M, int NV, class TB = float>
 inline void skinny_n_tile(std::int64_t p0, std::int64_t p1, const float *a, std::int64_t lda,
@@ -55,7 +55,8 @@ inline void skinny_n_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
     const TB *bp = b + p * ldb;
     if (pf)
 #pragma GCC unroll 8
-      for (int x = 0; x < NV * W; x += kLine) __builtin_prefetch(pf + (p - p0) * ldpf + x, 0, 1);
+      for (int x = 0; x < NV * W; x += kLine)
+        __builtin_prefetch(pf + (p - p0) * ldpf + x, 0, kAheadHint<TB>);
     reg bv[NV];
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) bv[v] = load_as<V>(bp + v * W);

@@ -53,9 +53,9 @@ inline void skinny_k_tile(std::int64_t p0, std::int64_t p1, const float *a, std:
 #pragma GCC unroll 8
       for (int j = 0; j < J; ++j) bv[j] = load_as<V>(b + j * ldb + p);
       if (b_next &&
-          (p & (kLine - 1)) == 0) // a line of each next row per line consumed (prefetcht2)
+          (p & (kLine - 1)) == 0) // a line of each next row per line consumed (kAheadHint)
 #pragma GCC unroll 8
-        for (int j = 0; j < J; ++j) __builtin_prefetch(b_next + j * ldb + p, 0, 1);
+        for (int j = 0; j < J; ++j) __builtin_prefetch(b_next + j * ldb + p, 0, kAheadHint<TB>);
       // m >= 4 also asks for its own rows kAhead floats on: with the
       // arithmetic of four or more A rows per B vector between requests,
       // the next rows' prefetches alone leave the stream short.
