@@ -58,7 +58,7 @@ ALL_KINDS = ["peak", "sgemm", "sgemm_isa", "sgemm_batched", "softmax", "attentio
 ISA_ORDER = ["avx512", "avx2", "sse2", "neon", "scalar"]
 # Counters kept per benchmark (rates, per second).
 COUNTERS = ["flops", "bytes", "read_adj", "max_rss_MiB", "vs_plain", "vs_separate",
-            "packed_vs_single"]
+            "packed_vs_single", "vs_f32", "vs_contiguous"]
 # softmax/: the three-way comparison, and attnkern's other entry points
 # (ak_log_softmax, ak_softmax_axis), which have a table of their own.
 SOFTMAX_IMPLS = ["attnkern", "onednn", "scalar"]
