@@ -156,10 +156,15 @@ int llama_forward(const llama_model *m, kv_cache *cache, const int32_t *n_new,
   }
   for (int64_t b = 0; b < batch; ++b) cache->lens[b] += n_new[b];
 
-  /* Only each sequence's last token predicts the next one. */
-  for (int64_t b = 0; b < batch; ++b)
-    rms_norm(1, H, buf.x + (int64_t)(buf.cu[b + 1] - 1) * H, H, m->norm, c->rms_norm_eps,
-             buf.last + b * H);
+  /* Only each sequence's last token predicts the next one (a sequence with
+     no new tokens gets a row of zeros). */
+  for (int64_t b = 0; b < batch; ++b) {
+    if (n_new[b] == 0)
+      memset(buf.last + b * H, 0, (size_t)H * sizeof(float));
+    else
+      rms_norm(1, H, buf.x + (int64_t)(buf.cu[b + 1] - 1) * H, H, m->norm, c->rms_norm_eps,
+               buf.last + b * H);
+  }
   CHECK(ak_sgemm(AK_NO_TRANS, AK_TRANS, batch, c->vocab, H, 1.0f, buf.last, H, m->lm_head, H, 0.0f,
                  logits, c->vocab));
   rc = 0;

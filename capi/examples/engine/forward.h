@@ -10,7 +10,8 @@
 #include "kv_cache.h"
 #include "model.h"
 
-/* Sequence b (b < cache->batch) brings n_new[b] >= 1 tokens, packed one
+/* Sequence b (b < cache->batch) brings n_new[b] >= 0 tokens (at least one
+   in all), packed one
    sequence after the other in tokens; its positions continue from the
    cache->lens[b] it holds. Appends their keys and values to the cache and
    writes the logits of each sequence's last new token to logits [batch,

@@ -3,10 +3,12 @@ step against a float64 numpy forward pass of the same stored weights.
 
     test_engine.py ENGINE
 
-Two checkpoints: bf16 tensors decoded with the bf16 paged cache (small pages,
-so that sequences span several and decoding crosses page boundaries), and f16
+Three runs: bf16 tensors decoded with the bf16 paged cache (small pages,
+so that sequences span several and decoding crosses page boundaries); f16
 tensors (norms in f32) with tied embeddings, head_dim != hidden / heads and a
-single K/V head, decoded with the fp32 contiguous cache. Then --compare, and
+single K/V head, decoded with the fp32 contiguous cache; and bf16 again with
+the prompts prefilled in chunks of 4 (later chunks attend to the cached keys
+of earlier ones, and sequences whose prompt is done sit a pass out). Then --compare, and
 malformed checkpoints, which must be refused with a message.
 """
 
@@ -174,6 +176,8 @@ def main():
         ("f16 tensors, fp32 contiguous cache",
          dict(CONFIG, head_dim=32, num_key_value_heads=1, tie_word_embeddings=True), "f16", True,
          ["--fp32-cache"]),
+        ("bf16 tensors, bf16 paged cache, chunked prefill", dict(CONFIG), "bf16", False,
+         ["--page-size", "3", "--prefill-chunk", "4"]),
     ]
     for n, (name, cfg, dtype, f32_norms, extra) in enumerate(runs):
         d = os.path.join(WORK, f"model{n}")
