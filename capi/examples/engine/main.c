@@ -281,12 +281,14 @@ static int run_mode(const llama_model *m, const options *o, int paged, float *lo
 int main(int argc, char **argv) {
   options o;
   int rc = parse_args(argc, argv, &o);
-  if (rc) return rc;
-  if (o.threads && ak_set_num_threads((int)o.threads) != AK_OK)
-    return fprintf(stderr, "engine: %s\n", ak_last_error()), 1;
   llama_model m;
   char err[512];
-  if (model_load(o.model_dir, &m, err, sizeof err)) return fprintf(stderr, "engine: %s\n", err), 1;
+  memset(&m, 0, sizeof m);
+  if (rc == 0 && o.threads && ak_set_num_threads((int)o.threads) != AK_OK)
+    rc = 1, fprintf(stderr, "engine: %s\n", ak_last_error());
+  if (rc == 0 && model_load(o.model_dir, &m, err, sizeof err))
+    rc = 1, fprintf(stderr, "engine: %s\n", err);
+  if (rc) goto done;
   const llama_config *c = &m.cfg;
   printf("model %s: %lld layers, hidden %lld, %lld heads (%lld kv) of %lld, intermediate %lld, "
          "vocab %lld; tensors %s, run in fp32 (attnkern %s, %s)\n",
