@@ -113,11 +113,11 @@ int llama_forward(const llama_model *m, kv_cache *cache, const int32_t *n_new,
     CHECK(ak_sgemm(AK_NO_TRANS, AK_TRANS, total, ld_qkv, H, 1.0f, buf.h, H, w->wqkv, H, 0.0f,
                    buf.qkv, ld_qkv));
     /* q and k in place inside the stacked output: [1, tokens, heads, hd] views. */
-    const int64_t q_rope[3] = {total * ld_qkv, ld_qkv, hd};
-    CHECK(
-        ak_rope(1, total, nh, hd, 0, AK_ROPE_NEOX, buf.pos, (float)c->rope_theta, NULL, q, q_rope));
+    const int64_t rope_strides[3] = {total * ld_qkv, ld_qkv, hd};
+    CHECK(ak_rope(1, total, nh, hd, 0, AK_ROPE_NEOX, buf.pos, (float)c->rope_theta, NULL, q,
+                  rope_strides));
     CHECK(ak_rope(1, total, nkv, hd, 0, AK_ROPE_NEOX, buf.pos, (float)c->rope_theta, NULL, k,
-                  q_rope));
+                  rope_strides));
     const int64_t kv_src[2] = {ld_qkv, hd};
     CHECK(ak_kv_cache_store(total, nkv, hd, k, kv_src, buf.slots, cache->dtype, cache->k[l],
                             cache->num_pages, cache->page_size, NULL));

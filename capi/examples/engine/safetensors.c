@@ -85,6 +85,9 @@ static int read_entry(const st_file *f, const char *name, const json_value *e, s
 
 int st_open(const char *path, st_file *f, char *err, size_t err_size) {
   memset(f, 0, sizeof *f);
+  const uint16_t one = 1;
+  if (*(const unsigned char *)&one != 1) /* the tensors' bytes are read as they lie */
+    return snprintf(err, err_size, "%s: safetensors is little-endian; this host is not", path), -1;
   if (read_file(path, f, err, err_size)) return st_close(f), -1;
   if (f->size < 8) {
     snprintf(err, err_size, "%s: %llu bytes, too short for a safetensors file", path,
@@ -172,7 +175,7 @@ int st_load_f32(const st_file *f, const char *name, int ndim, const int64_t *sha
            -1;
   const unsigned char *src = f->bytes + f->data_start + t->begin;
   const uint64_t n = (t->end - t->begin) / (uint64_t)t->elem_size;
-  if (t->elem_size == 4) { /* safetensors is little-endian, as is every host this runs on */
+  if (t->elem_size == 4) { /* little-endian, like the host (st_open checked) */
     memcpy(out, src, (size_t)(t->end - t->begin));
     return 0;
   }
