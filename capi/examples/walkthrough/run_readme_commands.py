@@ -1,5 +1,6 @@
-"""Runs every sh block of the README's walkthrough section, as a reader would
-from the repository root, so that the commands shown are the commands tested.
+"""Runs every sh block of the README's walkthrough and engine sections, as a
+reader would from the repository root, so that the commands shown are the
+commands tested.
 
     run_readme_commands.py README.md SOURCE_DIR LIBRARY_DIR C_COMPILER
 
@@ -16,17 +17,20 @@ import shutil
 import subprocess
 import sys
 
-SECTION = "## From the tutorial to the library"
+SECTIONS = ("## From the tutorial to the library", "## A small Llama engine")
 
 
 def commands(readme):
     with open(readme, encoding="utf-8") as f:
         text = f.read()
-    start = text.index(SECTION)
-    end = text.find("\n## ", start + len(SECTION))
-    blocks = re.findall(r"```sh\n(.*?)```", text[start:end if end >= 0 else None], re.S)
-    if not blocks:
-        sys.exit(f"no sh block in the README's section {SECTION!r}")
+    blocks = []
+    for section in SECTIONS:
+        start = text.index(section)
+        end = text.find("\n## ", start + len(section))
+        found = re.findall(r"```sh\n(.*?)```", text[start:end if end >= 0 else None], re.S)
+        if not found:
+            sys.exit(f"no sh block in the README's section {section!r}")
+        blocks += found
     return blocks
 
 
@@ -48,9 +52,9 @@ def main():
     for block in commands(readme):
         print(block, flush=True)
         subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=root, env=env, check=True)
-    for made in ("self_attention", "mha_self_attention", "cross_attention_c.png"):
+    for made in ("self_attention", "mha_self_attention", "cross_attention_c.png", "engine"):
         assert os.path.exists(os.path.join(root, made)), f"the README's commands made no {made}"
-    print("every command of the README's walkthrough section ran")
+    print("every command of the README's walkthrough and engine sections ran")
 
 
 if __name__ == "__main__":
