@@ -35,16 +35,18 @@ endfunction()
 ak_bindings_test(bindings_install install TIMEOUT 120)
 set_tests_properties(bindings_install PROPERTIES FIXTURES_SETUP ak_bindings_prefix)
 
-# A venv with pip in it (Debian: python3-venv) and setuptools to build with.
-execute_process(COMMAND "${AK_BINDINGS_PYTHON}" -c "import venv, ensurepip, setuptools"
+# A venv with pip in it (Debian: python3-venv), and setuptools and wheel to
+# build with (pip builds without isolation: offline, nothing is downloaded).
+execute_process(COMMAND "${AK_BINDINGS_PYTHON}" -c "import venv, ensurepip, setuptools, wheel"
                 RESULT_VARIABLE _ak_venv_rc OUTPUT_QUIET ERROR_QUIET)
 if(_ak_venv_rc EQUAL 0)
   ak_bindings_test(bindings_python python TIMEOUT 600
     ENVIRONMENT "AK_EXPECT_PACKAGE_UNDER=${AK_BINDINGS_DIR}/venv"
                 "AK_EXPECT_LIBRARY_FROM=the system loader")
 else()
-  message(STATUS "attnkern bindings: ${AK_BINDINGS_PYTHON} lacks venv, ensurepip or setuptools "
-                 "(Debian: python3-venv python3-setuptools): bindings_python is not registered")
+  message(STATUS "attnkern bindings: ${AK_BINDINGS_PYTHON} lacks venv, ensurepip, setuptools or "
+                 "wheel (Debian: python3-venv python3-setuptools python3-wheel): bindings_python "
+                 "is not registered")
 endif()
 
 # The Rust and Go packages find the library through the pkg-config program.
