@@ -48,8 +48,8 @@ refuses (an unknown op or attribute in this version) is reported as such and
 not timed; that is not a failure.
 
 Needs numpy, onnx and onnxruntime; attnkern is reached through the ctypes
-binding in capi/examples/python/attnkern.py (--lib, else $AK_LIBRARY, else
-the system's search path). Progress goes to stderr, the Markdown report to
+binding in capi/python/attnkern/, imported from the source tree (--lib, else
+$AK_LIBRARY, else the installed libattnkern.so.1). Progress goes to stderr, the Markdown report to
 stdout (and to --out).
 """
 

@@ -12,7 +12,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BINDING_DIR = os.path.join(HERE, "..", "capi", "examples", "python")
+BINDING_DIR = os.path.join(HERE, "..", "capi", "python")
 
 ATTENTION_TOL = 1e-4  # max |attnkern - peer| / max |peer|, attention and sgemm
 SOFTMAX_TOL = 1e-5
@@ -143,7 +143,8 @@ def emit_report(text, out):
 
 
 def load_attnkern(lib_path, script):
-    """The ctypes binding module and the loaded library, or exit with the reason."""
+    """The ctypes binding module (from the source tree, so that it matches the
+    library being measured) and the loaded library, or exit with the reason."""
     sys.path.insert(0, BINDING_DIR)
     import attnkern
     try:

@@ -66,8 +66,9 @@ attnkern's ak_set_num_threads(t) (attnkern passes its count to every parallel
 region itself, so torch's omp_set_num_threads does not change it).
 
 Needs numpy and torch (CPU build is enough); attnkern is reached through the
-ctypes binding in capi/examples/python/attnkern.py, which finds the library
-from --lib, else $AK_LIBRARY, else the system's search path. Progress goes to
+ctypes binding in capi/python/attnkern/, imported from the source tree, which
+finds the library from --lib, else $AK_LIBRARY, else the installed
+libattnkern.so.1. Progress goes to
 stderr, the Markdown report to stdout (and to --out).
 """
 

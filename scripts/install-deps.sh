@@ -2,7 +2,9 @@
 # Installs the Debian 12 packages attnkern needs that are not there yet.
 #   install-deps.sh          build + tests (+ the other-language consumers; python3-onnx
 #                            for the test of bench/ort_peer.py on its stand-in;
-#                            python3-matplotlib for the walkthrough's heat map)
+#                            python3-matplotlib for the walkthrough's heat map;
+#                            python3-venv, -pip, -setuptools, -wheel to pip-install
+#                            capi/python into a venv offline)
 #   install-deps.sh --bench  also the benchmark peers (Google Benchmark, OpenBLAS, oneDNN) and
 #                            gnuplot-nox (bench/chart.py draws the SGEMM chart with it)
 #   install-deps.sh --clang  also Clang and its OpenMP runtime (scripts/test.sh --clang)
@@ -11,7 +13,7 @@
 set -euo pipefail
 
 want=(cmake g++ make pkg-config libxsimd-dev libgtest-dev python3 python3-numpy python3-onnx
-      python3-matplotlib golang-go)
+      python3-matplotlib python3-venv python3-pip python3-setuptools python3-wheel golang-go)
 # The Rust consumer test needs cargo: rustup's if present, else Debian's
 # (rustc 1.63, the crate's rust-version).
 if ! command -v cargo >/dev/null 2>&1 && [[ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ]]; then

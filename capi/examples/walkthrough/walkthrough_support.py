@@ -9,8 +9,9 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# The ctypes binding lives next door, in capi/examples/python.
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
+# The attnkern package from its source directory, capi/python (installed with
+# pip it would be found without this).
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 import attnkern  # noqa: E402
 
 # fp32 results against float64 ones of unit scale: a few ulps of 1.0, with

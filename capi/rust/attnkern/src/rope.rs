@@ -62,11 +62,7 @@ pub fn rope(
     // All-zero strides mean contiguous to the library, as None does here.
     let st = match l.strides {
         Some(s) if s != [0, 0, 0] => s,
-        _ => [
-            l.seq_len * l.num_heads * l.head_dim,
-            l.num_heads * l.head_dim,
-            l.head_dim,
-        ],
+        _ => [l.seq_len * l.num_heads * l.head_dim, l.num_heads * l.head_dim, l.head_dim],
     };
     if l.batch > 0 && l.seq_len > 0 && l.num_heads > 0 && l.head_dim > 0 {
         let need = [(l.batch, st[0]), (l.seq_len, st[1]), (l.num_heads, st[2])]

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Tests of the ctypes binding against numpy.
+"""Tests of the attnkern package against numpy, run with the interpreter it
+is installed for (pip install ./capi/python):
 
-    AK_LIBRARY=build/libattnkern.so python3 test_attnkern.py [-v]
+    python3 capi/python/tests/test_attnkern.py [-v] [path/to/libattnkern.so.1]
 
-AK_LAYOUT_PROBE, when set, names the abi_layout program (capi/examples/c),
-whose output the ctypes struct layout is checked against. Tests that need
-numpy are skipped, saying so, when this interpreter has none.
+The library is the one attnkern.load() finds ($AK_LIBRARY, the package's
+own copy, the system loader). AK_LAYOUT_PROBE, when set, names the
+abi_layout program (capi/examples/c), whose output the ctypes struct layout
+is checked against. Tests that need numpy are skipped, saying so, when this
+interpreter has none.
 """
 import ctypes
 import os
@@ -14,7 +17,8 @@ import sys
 import threading
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The package under test is the installed one: this directory is on sys.path
+# (for the other test modules), the package's source directory is not.
 import attnkern  # noqa: E402
 from attnkern import AttnkernError, Status  # noqa: E402
 
@@ -42,6 +46,10 @@ import test_attnkern_rope  # noqa: E402
 
 test_attnkern_rope.use(ak)
 from test_attnkern_rope import EmbeddingTest, RopeTest  # noqa: E402,F401
+import test_attnkern_blocks  # noqa: E402
+
+test_attnkern_blocks.use(ak)
+from test_attnkern_blocks import BlocksTest, PackageTest, RawTest  # noqa: E402,F401
 
 
 class ConfigTest(unittest.TestCase):

@@ -1,6 +1,6 @@
 package attnkern
 
-// CGO_CFLAGS=-I<include> CGO_LDFLAGS=-L<libdir> go test
+// PKG_CONFIG_PATH=<prefix>/lib/pkgconfig LD_LIBRARY_PATH=<prefix>/lib go test ./...
 // AK_LAYOUT_PROBE, when set, names the abi_layout program built from
 // capi/examples/c/abi_layout.c; the layout test compares with its output.
 

@@ -1,7 +1,7 @@
 """ctypes binding for attnkern, attention kernels behind a flat C ABI.
 
     import numpy as np, attnkern
-    ak = attnkern.load()                       # $AK_LIBRARY, else the system's
+    ak = attnkern.load()                       # $AK_LIBRARY, else the installed one
     c = ak.sgemm(a, b)                         # a, b: float32, C-contiguous
     p = ak.softmax(c)
     q = ak.softmax_axis(c, axis=0)             # down the columns
@@ -25,21 +25,21 @@ thread calls, and the raw functions on ``Library.lib`` work without it.
 
 import contextlib
 import ctypes
-import ctypes.util
-import os
 
-# attnkern_abi.py (the declarations), attnkern_kv.py (storage types, caches,
-# attention) and attnkern_rope.py (rotary and token embeddings) are part of
-# this module: keep the four files together.
-from attnkern_abi import (ABI_VERSION, ATTENTION_DESC_SIZE_0_1, BF16, F16, F32,  # noqa: F401
-                          OPTIONAL_PROTOTYPES, PROTOTYPES, AttentionDesc, AttnkernError,
-                          DType, Mask, RopeStyle, Status, Trans)
-from attnkern_kv import KVMixin, _numpy
-from attnkern_rope import RopeMixin
+# abi.py holds the declarations, kv.py storage types, caches and attention,
+# rope.py rotary and token embeddings, blocks.py the batched products and the
+# worked examples' building blocks, _loader.py the search for the library.
+from ._loader import SONAME, open_library
+from .abi import (ABI_VERSION, ATTENTION_DESC_SIZE_0_1, BF16, F16, F32,  # noqa: F401
+                  OPTIONAL_PROTOTYPES, PROTOTYPES, AttentionDesc, AttnkernError, DType, Mask,
+                  RopeStyle, SgemmBlocking, Status, Trans)
+from .blocks import BlocksMixin
+from .kv import KVMixin, _numpy
+from .rope import RopeMixin
 
 __all__ = ["Status", "Trans", "Mask", "DType", "RopeStyle", "F32", "F16", "BF16",
-           "AttnkernError", "AttentionDesc", "ATTENTION_DESC_SIZE_0_1", "Library", "load", "ISAS",
-           "ABI_VERSION"]
+           "AttnkernError", "AttentionDesc", "ATTENTION_DESC_SIZE_0_1", "SgemmBlocking", "Library",
+           "load", "ISAS", "ABI_VERSION", "SONAME"]
 
 # Every name ak_set_isa knows, best first; which of them work depends on the CPU.
 ISAS = ("avx512", "avx2", "sse2", "neon", "scalar")
@@ -53,27 +53,14 @@ def _ld(cols):
     return max(1, cols)
 
 
-def _find_library(path=None):
-    if path:
-        return str(path)
-    env = os.environ.get("AK_LIBRARY")
-    if env:
-        return env
-    found = ctypes.util.find_library("attnkern")
-    if found:
-        return found
-    raise OSError("libattnkern not found: pass its path to attnkern.load() or "
-                  "set AK_LIBRARY=/path/to/libattnkern.so")
-
-
-class Library(KVMixin, RopeMixin):
+class Library(KVMixin, RopeMixin, BlocksMixin):
     """One loaded libattnkern. ``lib`` is the raw ctypes CDLL, prototypes set.
     The storage-type, cache and attention wrappers come from KVMixin, the
-    rotary and token embeddings from RopeMixin."""
+    rotary and token embeddings from RopeMixin, the batched products and the
+    worked examples' building blocks from BlocksMixin."""
 
     def __init__(self, path=None):
-        self.path = _find_library(path)
-        self.lib = ctypes.CDLL(self.path)
+        self.path, self.lib = open_library(path)
         self.missing = set()  # 0.2 functions a 0.1 library lacks
         for name, (restype, argtypes) in {**PROTOTYPES, **OPTIONAL_PROTOTYPES}.items():
             try:
@@ -282,5 +269,7 @@ class Library(KVMixin, RopeMixin):
 
 
 def load(path=None):
-    """Load libattnkern from path, else $AK_LIBRARY, else find_library."""
+    """Load libattnkern from path, else $AK_LIBRARY, else the copy inside this
+    package, else the system loader's libattnkern.so.1, else pkg-config's
+    libdir; OSError saying what was tried when none loads."""
     return Library(path)

@@ -1,10 +1,15 @@
 // Package attnkern binds attnkern, attention kernels behind a flat C ABI,
 // through cgo. attention.go holds Attention, kv.go the storage types (f16,
-// bf16) and paged K/V caches.
+// bf16) and paged K/V caches, rope.go rotary and token embeddings, blocks.go
+// the batched products and the worked examples' building blocks.
 //
-// Build with the header and library on cgo's search paths:
+// cgo asks pkg-config for the header and library (attnkern.pc, installed by
+// `cmake --install`); for a prefix pkg-config does not search:
 //
-//	CGO_CFLAGS=-I/path/to/include CGO_LDFLAGS=-L/path/to/lib go build
+//	PKG_CONFIG_PATH=/prefix/lib/pkgconfig go build
+//
+// The program then finds libattnkern.so.1 where the loader looks
+// (LD_LIBRARY_PATH=/prefix/lib for such a prefix).
 //
 // Matrices are row-major []float32; a leading dimension is the distance in
 // elements between the starts of two rows and must be at least
@@ -13,7 +18,7 @@
 package attnkern
 
 /*
-#cgo LDFLAGS: -lattnkern
+#cgo pkg-config: attnkern
 #include <stdlib.h>
 #include "attnkern.h"
 */

@@ -1,4 +1,4 @@
-//! `ATTNKERN_LIB_DIR=<dir of libattnkern.so> cargo test --offline`
+//! `PKG_CONFIG_PATH=<prefix>/lib/pkgconfig cargo test --offline` (or ATTNKERN_LIB_DIR=<libdir>)
 //! AK_LAYOUT_PROBE, when set, names the abi_layout program built from
 //! capi/examples/c/abi_layout.c; the layout test then compares with the C
 //! compiler's sizeof/offsetof instead of the LP64 values written here.

@@ -1,5 +1,6 @@
-//! Raw declarations of include/attnkern.h, one to one. Everything here is
-//! `unsafe` to call; the safe layer is the crate root.
+//! Raw declarations of attnkern's C header (include/attnkern.h), one to one,
+//! linking libattnkern (see build.rs for how it is found). Everything here is
+//! `unsafe` to call; the `attnkern` crate is the safe layer over it.
 #![allow(non_camel_case_types)]
 
 use std::os::raw::{c_char, c_int, c_void};
@@ -101,6 +102,21 @@ pub struct ak_attention_desc {
     pub v_page_strides: [i64; 3],
     pub cu_seqlens_q: *const i32,
     pub cu_seqlens_k: *const i32,
+}
+
+/// `ak_sgemm_blocking`: the SGEMM register tile and cache blocks of the
+/// instruction set in use, as `ak_sgemm_get_blocking` reports them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ak_sgemm_blocking {
+    pub mr: i64,
+    pub nr: i64,
+    pub mc: i64,
+    pub kc: i64,
+    pub nc: i64,
+    pub skinny_m: i64,
+    pub kc_narrow: i64,
+    pub narrow_n: i64,
 }
 
 /// `AK_ATTENTION_DESC_SIZE_0_1`: the `struct_size` of a 0.1 descriptor, the
@@ -285,6 +301,7 @@ extern "C" {
         c: *mut f32,
         ldc: i64,
     ) -> ak_status;
+    pub fn ak_sgemm_get_blocking(out: *mut ak_sgemm_blocking) -> ak_status;
     pub fn ak_sgemm_strided_batched(
         ta: ak_trans,
         tb: ak_trans,
@@ -331,6 +348,9 @@ extern "C" {
 
     /// (The header's ak_attention_desc_init macro: this, with the struct's size.)
     pub fn ak_attention_desc_init_sized(d: *mut ak_attention_desc, size: u32);
+    /// The exported function behind the macro, for programs built against the
+    /// 0.1 header: it initializes only `ak_attention_desc_size_0_1()` bytes.
+    pub fn ak_attention_desc_init(d: *mut ak_attention_desc);
     pub fn ak_attention(
         d: *const ak_attention_desc,
         q: *const f32,

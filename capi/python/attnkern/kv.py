@@ -17,7 +17,7 @@ must be given too.
 
 import ctypes
 
-from attnkern_abi import AttentionDesc, AttnkernError, DType, Mask, Status
+from .abi import AttentionDesc, AttnkernError, DType, Mask, Status
 
 _fp = ctypes.POINTER(ctypes.c_float)
 _i32p = ctypes.POINTER(ctypes.c_int32)

@@ -104,6 +104,13 @@ class AttentionDesc(ctypes.Structure):
     ]
 
 
+class SgemmBlocking(ctypes.Structure):
+    """ak_sgemm_blocking: the register tile and cache blocks of the
+    instruction set in use (Library.sgemm_blocking() returns it as a dict)."""
+    _fields_ = [(name, _i64) for name in
+                ("mr", "nr", "mc", "kc", "nc", "skinny_m", "kc_narrow", "narrow_n")]
+
+
 AttentionDesc._fields_names = frozenset(name for name, _ in AttentionDesc._fields_)
 # AK_ATTENTION_DESC_SIZE_0_1: a descriptor of this struct_size is read as 0.1
 # wrote it, every later field at its default.
@@ -129,10 +136,14 @@ PROTOTYPES = {
     "ak_sgemm_strided_batched": (_enum, [_enum, _enum, _i64, _i64, _i64, _f32,
                                          _fp, _i64, _i64, _fp, _i64, _i64,
                                          _f32, _fp, _i64, _i64, _i64]),
+    "ak_sgemm_get_blocking": (_enum, [ctypes.POINTER(SgemmBlocking)]),
     "ak_softmax": (_enum, [_i64, _i64, _fp, _i64, _fp, _i64]),
     "ak_log_softmax": (_enum, [_i64, _i64, _fp, _i64, _fp, _i64]),
     "ak_softmax_axis": (_enum, [_i64, _i64, _i64, _fp, _fp]),
     "ak_attention_desc_init_sized": (None, [ctypes.POINTER(AttentionDesc), ctypes.c_uint32]),
+    # The function behind the header's macro, for programs built against the
+    # 0.1 header: it initializes the first ATTENTION_DESC_SIZE_0_1 bytes.
+    "ak_attention_desc_init": (None, [ctypes.POINTER(AttentionDesc)]),
     "ak_attention": (_enum, [ctypes.POINTER(AttentionDesc), _fp, _fp, _fp, _fp]),
     "ak_position_encoding": (_enum, [_i64, _i64, _f32, _fp]),
     "ak_mha_self_attention": (_enum, [_i64, _i64, _i64, _i64, _i64, _fp, _fp,

@@ -10,8 +10,8 @@ output); its strides become ak_rope's [batch, seq, head] strides.
 
 import ctypes
 
-from attnkern_abi import RopeStyle
-from attnkern_kv import _elem_strides, _numpy
+from .abi import RopeStyle
+from .kv import _elem_strides, _numpy
 
 _i32p = ctypes.POINTER(ctypes.c_int32)
 

@@ -30,9 +30,12 @@
 //! [`rope`] rotates q or k in place (rotary position embeddings) and
 //! [`embedding`] looks tokens up in an embedding table.
 //!
-//! Build: `ATTNKERN_LIB_DIR=/path/to/dir/with/libattnkern.so cargo build`.
+//! The raw declarations are the `attnkern-sys` crate, re-exported as
+//! [`sys`]; it finds libattnkern through pkg-config (`PKG_CONFIG_PATH=
+//! <prefix>/lib/pkgconfig` for an install prefix pkg-config does not search),
+//! else `ATTNKERN_LIB_DIR`.
 
-pub mod sys;
+pub use attnkern_sys as sys;
 
 use std::ffi::CStr;
 use std::fmt;
@@ -335,9 +338,14 @@ pub fn log_softmax(
 // ---------------------------------------------------------------- attention
 
 mod attention;
+mod blocks;
 mod kv;
 mod rope;
 
 pub use attention::{Attention, Extras, Mask, Paged};
+pub use blocks::{
+    mha_self_attention, position_encoding, sgemm_blocking, sgemm_strided_batched, softmax_axis,
+    softmax_axis_in_place, SgemmBlocking, StridedBatch,
+};
 pub use kv::{convert, convert_in_place, kv_cache_store, DType, Elems, ElemsMut, PoolLayout};
 pub use rope::{embedding, rope, Frequencies, RopeLayout, RopeStyle};

@@ -13,6 +13,16 @@ pub enum Mask {
     CausalBottomRight,
 }
 
+impl Mask {
+    pub(crate) fn raw(self) -> sys::ak_mask {
+        match self {
+            Mask::None => sys::ak_mask::AK_MASK_NONE,
+            Mask::CausalTopLeft => sys::ak_mask::AK_MASK_CAUSAL_TOP_LEFT,
+            Mask::CausalBottomRight => sys::ak_mask::AK_MASK_CAUSAL_BOTTOM_RIGHT,
+        }
+    }
+}
+
 /// Scaled dot-product attention over contiguous [batch, heads, seq, dim]
 /// tensors: `out = softmax(scale * q k^T, masked) v` per (batch, head).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -74,11 +84,7 @@ impl Attention {
         d.head_dim = to_i64(F, "head_dim", self.head_dim)?;
         d.head_dim_v = to_i64(F, "head_dim_v", self.head_dim_v)?;
         d.scale = self.scale;
-        d.mask = match self.mask {
-            Mask::None => sys::ak_mask::AK_MASK_NONE,
-            Mask::CausalTopLeft => sys::ak_mask::AK_MASK_CAUSAL_TOP_LEFT,
-            Mask::CausalBottomRight => sys::ak_mask::AK_MASK_CAUSAL_BOTTOM_RIGHT,
-        } as i32;
+        d.mask = self.mask.raw() as i32;
         d.softcap = self.softcap;
         Ok(d)
     }

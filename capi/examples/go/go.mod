@@ -1,3 +1,0 @@
-module example.com/attnkern
-
-go 1.19

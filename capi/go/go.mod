@@ -1,0 +1,3 @@
+module github.com/attnkern/attnkern/capi/go
+
+go 1.19
