@@ -15,7 +15,7 @@ static int get_int(const json_value *root, const char *key, int64_t fallback, in
     *out = fallback;
     return 0;
   }
-  if (!v->is_integer || v->integer <= 0 || v->integer > (int64_t)1 << 31)
+  if (!v->is_integer || v->integer <= 0 || v->integer > INT32_MAX)
     return snprintf(err, err_size, "config.json: %s must be a positive integer", key), -1;
   *out = v->integer;
   return 0;
@@ -74,6 +74,26 @@ static int read_config(const json_value *root, llama_config *c, char *err, size_
       get_number(root, "rms_norm_eps", 1e-6, &c->rms_norm_eps, err, err_size) ||
       get_number(root, "rope_theta", 10000.0, &c->rope_theta, err, err_size))
     return -1;
+  /* transformers 5 writes rope_theta and the scaling into rope_parameters. */
+  const json_value *rp = json_get(root, "rope_parameters");
+  if (rp && rp->type != JSON_NULL) {
+    if (rp->type != JSON_OBJECT)
+      return snprintf(err, err_size, "config.json: rope_parameters must be an object"), -1;
+    const json_value *t = json_get(rp, "rope_type");
+    if (t && (t->type != JSON_STRING || strcmp(t->string, "default") != 0))
+      return snprintf(err, err_size,
+                      "config.json: rope_parameters: only rope_type \"default\" "
+                      "is supported (no RoPE scaling)"),
+             -1;
+    double theta;
+    if (get_number(rp, "rope_theta", c->rope_theta, &theta, err, err_size)) return -1;
+    if (json_get(root, "rope_theta") && theta != c->rope_theta)
+      return snprintf(err, err_size,
+                      "config.json: rope_theta and rope_parameters.rope_theta "
+                      "differ"),
+             -1;
+    c->rope_theta = theta;
+  }
   if (c->head_dim <= 0)
     return snprintf(err, err_size, "config.json: head_dim must be positive"), -1;
   if (c->heads % c->kv_heads != 0)

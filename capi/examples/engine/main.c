@@ -14,6 +14,7 @@
  * writes the logits of every step as float32 [steps, prompts, vocab];
  * --dump-kv the cache at the end, widened to float32, per layer K then V,
  * per sequence [tokens, kv_heads, head_dim]. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,14 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Seconds from t0 to now, at least a nanosecond: C11 has only the wall
+ * clock, which a coarse timer or a clock step can leave unchanged or move
+ * back, and a rate must stay finite and positive. */
+static double since(double t0) {
+  const double s = now() - t0;
+  return s > 1e-9 ? s : 1e-9;
+}
+
 static int usage(const char *why) {
   fprintf(stderr,
           "engine: %s\nusage: engine <model dir> --prompt 1,2,3 [--prompt 4,5 ...] [--steps N] "
@@ -76,10 +85,13 @@ static int parse_ids(const char *s, int32_t **out, int32_t *n) {
   return 0;
 }
 
-static int parse_long(const char *s, long lo, long *out) {
+/* An integer in [lo, hi]; out-of-range text (ERANGE) is refused, so that no
+ * later size arithmetic starts from LONG_MAX. */
+static int parse_long(const char *s, long lo, long hi, long *out) {
   char *end;
+  errno = 0;
   long v = s ? strtol(s, &end, 10) : 0;
-  if (!s || end == s || *end != '\0' || v < lo) return -1;
+  if (!s || end == s || *end != '\0' || errno == ERANGE || v < lo || v > hi) return -1;
   *out = v;
   return 0;
 }
@@ -96,20 +108,24 @@ static int parse_args(int argc, char **argv, options *o) {
         return usage("--prompt takes token ids: 1,2,3");
       ++o->n_prompts, ++i;
     } else if (strcmp(a, "--steps") == 0) {
-      if (parse_long(next, 1, &o->steps)) return usage("--steps takes an integer >= 1");
+      if (parse_long(next, 1, 1L << 20, &o->steps))
+        return usage("--steps takes an integer from 1 to 2^20");
       ++i;
     } else if (strcmp(a, "--page-size") == 0) {
-      if (parse_long(next, 1, &o->page_size)) return usage("--page-size takes an integer >= 1");
+      if (parse_long(next, 1, 1L << 20, &o->page_size))
+        return usage("--page-size takes an integer from 1 to 2^20");
       ++i;
     } else if (strcmp(a, "--prefill-chunk") == 0) {
-      if (parse_long(next, 0, &o->prefill_chunk) || o->prefill_chunk > INT32_MAX)
-        return usage("--prefill-chunk takes an integer >= 0");
+      if (parse_long(next, 0, INT32_MAX, &o->prefill_chunk))
+        return usage("--prefill-chunk takes an integer from 0 to 2^31 - 1");
       ++i;
     } else if (strcmp(a, "--threads") == 0) {
-      if (parse_long(next, 0, &o->threads)) return usage("--threads takes an integer >= 0");
+      if (parse_long(next, 0, 4096, &o->threads))
+        return usage("--threads takes an integer from 0 to 4096");
       ++i;
     } else if (strcmp(a, "--repeat") == 0) {
-      if (parse_long(next, 1, &o->repeat)) return usage("--repeat takes an integer >= 1");
+      if (parse_long(next, 1, 1000, &o->repeat))
+        return usage("--repeat takes an integer from 1 to 1000");
       ++i, repeat_given = 1;
     } else if (strcmp(a, "--dump-logits") == 0 && next) {
       o->dump_logits = next, ++i;
@@ -219,7 +235,7 @@ static int generate(const llama_model *m, const options *o, int paged, run_resul
       fprintf(stderr, "engine: prefill: %s\n", err);
       goto done;
     }
-    r->prefill_s += now() - t0;
+    r->prefill_s += since(t0);
     left = 0;
     for (int b = 0; b < o->n_prompts; ++b) {
       done_len[b] += n_new[b];
@@ -235,7 +251,7 @@ static int generate(const llama_model *m, const options *o, int paged, run_resul
         fprintf(stderr, "engine: step %ld: %s\n", step, err);
         goto done;
       }
-      r->decode_s += now() - t0;
+      r->decode_s += since(t0);
     }
     if (all_logits) memcpy(all_logits + step * batch * vocab, logits, (size_t)(batch * vocab) * 4);
     for (int64_t b = 0; b < batch; ++b) { /* greedy: the next input is the best token */

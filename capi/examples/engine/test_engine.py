@@ -41,7 +41,7 @@ WORK = os.path.abspath("engine-test")
 
 
 def run(engine, *args, expect_ok=True):
-    r = subprocess.run([engine, *args], capture_output=True, encoding="utf-8")
+    r = subprocess.run([engine, *args], capture_output=True, encoding="utf-8", timeout=120)
     if expect_ok and r.returncode != 0:
         sys.exit(f"engine {' '.join(args)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
     return r
@@ -163,6 +163,14 @@ def malformed(engine, source):
         f.write(text.replace('"rope_theta"',
                              '"rope_scaling": {"rope_type": "llama3"}, "rope_theta"'))
     refused(engine, "RoPE scaling", d, "rope_scaling")
+    with open(cfg_path, "w") as f:
+        f.write(text.replace('"rope_theta": 10000.0',
+                             '"rope_parameters": {"rope_type": "llama3", "rope_theta": 10000.0}'))
+    refused(engine, "RoPE scaling in rope_parameters", d, "rope_parameters")
+    with open(cfg_path, "w") as f:
+        f.write(text.replace('"rope_theta": 10000.0', '"rope_theta": 10000.0, '
+                             '"rope_parameters": {"rope_theta": 500000.0}'))
+    refused(engine, "two different thetas", d, "differ")
     refused(engine, "a token past the vocabulary", source, "vocab_size", ("--prompt", "97"))
 
 
@@ -171,17 +179,22 @@ def main():
         sys.exit(__doc__)
     engine = os.path.abspath(sys.argv[1])
     shutil.rmtree(WORK, ignore_errors=True)
+    # The second run's theta and eps are far from the engine's fallbacks, so
+    # that a config value read wrongly or not at all shows in the logits; the
+    # third writes theta as transformers 5 does (rope_parameters).
     runs = [
         ("bf16 tensors, bf16 paged cache", dict(CONFIG), "bf16", False, ["--page-size", "4"]),
         ("f16 tensors, fp32 contiguous cache",
-         dict(CONFIG, head_dim=32, num_key_value_heads=1, tie_word_embeddings=True), "f16", True,
-         ["--fp32-cache"]),
-        ("bf16 tensors, bf16 paged cache, chunked prefill", dict(CONFIG), "bf16", False,
+         dict(CONFIG, head_dim=32, num_key_value_heads=1, tie_word_embeddings=True,
+              rope_theta=1234.5, rms_norm_eps=0.05), "f16", True, ["--fp32-cache"]),
+        ("bf16 tensors, bf16 paged cache, chunked prefill, rope_parameters",
+         dict(CONFIG, rope_theta=500000.0), "bf16", False,
          ["--page-size", "3", "--prefill-chunk", "4"]),
     ]
     for n, (name, cfg, dtype, f32_norms, extra) in enumerate(runs):
         d = os.path.join(WORK, f"model{n}")
-        stored = write_checkpoint(d, cfg, dtype, seed=n, f32_norms=f32_norms)
+        stored = write_checkpoint(d, cfg, dtype, seed=n, f32_norms=f32_norms,
+                                  rope_parameters="rope_parameters" in name)
         logits, kv = os.path.join(WORK, f"logits{n}.f32"), os.path.join(WORK, f"kv{n}.f32")
         r = run(engine, d, *prompt_args(PROMPTS), "--steps", str(STEPS), "--dump-logits", logits,
                 "--dump-kv", kv, *extra)

@@ -94,9 +94,10 @@ def random_weights(cfg, rng):
     return w
 
 
-def write_checkpoint(directory, cfg, dtype="bf16", seed=0, f32_norms=False):
+def write_checkpoint(directory, cfg, dtype="bf16", seed=0, f32_norms=False, rope_parameters=False):
     """Writes a random checkpoint; returns its stored weights as float64.
-    f32_norms keeps the norm weights in F32 (mixed dtypes, as some exports have)."""
+    f32_norms keeps the norm weights in F32 (mixed dtypes, as some exports have);
+    rope_parameters writes rope_theta as transformers 5 does."""
     os.makedirs(directory, exist_ok=True)
     weights = random_weights(cfg, np.random.default_rng(seed))
     tensors, stored = [], {}
@@ -108,6 +109,8 @@ def write_checkpoint(directory, cfg, dtype="bf16", seed=0, f32_norms=False):
     config = dict(cfg, architectures=["LlamaForCausalLM"], model_type="llama",
                   hidden_act="silu", torch_dtype={"bf16": "bfloat16", "f16": "float16",
                                                   "f32": "float32"}[dtype])
+    if rope_parameters:
+        config["rope_parameters"] = {"rope_theta": config.pop("rope_theta"), "rope_type": "default"}
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     return stored
