@@ -1,10 +1,12 @@
 // ak_convert and ak_kv_cache_store: validation, then the kernels.
 #include <algorithm>
 #include <cstdint>
+#include <new>
 #include <vector>
 
 #include "../src/convert/half.hpp"
 #include "../src/dispatch.hpp"
+#include "../src/scratch.hpp"
 #include "../src/threading.hpp"
 #include "attnkern.h"
 #include "errors.hpp"
@@ -144,6 +146,7 @@ void check_slots(ArgCheck &ck, const std::int64_t *slots, std::int64_t n_tokens,
     }
     named += slots[t] >= 0;
   }
+  if (injected_allocation_failure()) throw std::bad_alloc();
   if (capacity / 64 <= named) { // bad_alloc: OUT_OF_MEMORY, before any store
     std::vector<std::uint64_t> seen(static_cast<std::size_t>(capacity / 64 + 1));
     for (std::int64_t t = 0; t < n_tokens; ++t) {

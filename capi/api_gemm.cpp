@@ -45,9 +45,11 @@ std::int64_t batch_extent(ArgCheck &ck, const char *name, std::int64_t count, st
   if (count <= 0 || extent == 0) return 0;
   const std::int64_t span = ck.product(name, count - 1, stride);
   if (!ck.ok()) return 0;
+  // Bounded like every other extent (kMaxElements), not only against
+  // wrap-around: the kernel forms pointers up to the last product's matrix.
   std::int64_t total = 0;
-  if (__builtin_add_overflow(span, extent, &total)) {
-    ck.fail(AK_ERR_OVERFLOW, "the batch of %s spans more than 2^63 floats", name);
+  if (__builtin_add_overflow(span, extent, &total) || total > kMaxElements) {
+    ck.fail(AK_ERR_OVERFLOW, "the batch of %s spans more than 2^61 floats", name);
     return 0;
   }
   return total;

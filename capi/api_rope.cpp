@@ -1,9 +1,11 @@
 // ak_rope: validation, the default frequency table, then the kernel.
 #include <cmath>
 #include <cstdint>
+#include <new>
 #include <vector>
 
 #include "../src/dispatch.hpp"
+#include "../src/scratch.hpp"
 #include "../src/threading.hpp"
 #include "attention_tensors.hpp"
 #include "attnkern.h"
@@ -95,6 +97,7 @@ ak_status rope_api(std::int64_t batch, std::int64_t seq_len, std::int64_t num_he
   std::vector<float> heap_freq;
   if (!inv_freq) {
     float *f = stack_freq;
+    if (half > kStackFreqs && injected_allocation_failure()) throw std::bad_alloc();
     if (half > kStackFreqs) heap_freq.resize(static_cast<std::size_t>(half)), f = heap_freq.data();
     for (std::int64_t i = 0; i < half; ++i)
       f[i] = static_cast<float>(

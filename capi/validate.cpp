@@ -7,8 +7,6 @@
 
 namespace attnkern::capi {
 namespace {
-// Largest element count whose byte size (and any pointer offset) still fits.
-constexpr std::int64_t kMaxElements = INT64_MAX / static_cast<std::int64_t>(sizeof(float));
 thread_local char t_pending[512];
 } // namespace
 

@@ -10,6 +10,10 @@
 
 namespace attnkern::capi {
 
+// Largest element count whose byte size (and any pointer offset) still fits
+// int64: 2^61 - 1 floats. Every extent a call may touch is bounded by it.
+constexpr std::int64_t kMaxElements = INT64_MAX / static_cast<std::int64_t>(sizeof(float));
+
 // The raw value a C caller passed for an enum parameter. Reading a C++ enum
 // object that holds a value outside its enumerators is undefined behaviour
 // (UBSan's -fsanitize=enum aborts on it), so the bits are copied out first.

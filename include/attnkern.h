@@ -74,14 +74,22 @@ AK_API int ak_isa_supported(const char *name);
    A set the CPU (or OS) does not support is AK_ERR_UNSUPPORTED. The
    environment variable AK_ISA sets the initial choice. Process-wide. */
 AK_API ak_status ak_set_isa(const char *name);
+/* The most threads a call uses, whatever the settings below ask for. */
+#define AK_MAX_THREADS 1024
 /* Threads used by each call; 0 = the OpenMP default. Process-wide (a thread's
    own ak_set_num_threads_local, below, comes first there). A call made
-   from inside an OpenMP parallel region always runs on the calling thread, and
+   from inside an OpenMP parallel region, a team of one included (an
+   if(0) or num_threads(1) region), always runs on the calling thread, and
    so does every call in a child forked after this process may have run calls
-   on several threads (OpenMP's runtime does not survive fork). */
+   on several threads (OpenMP's runtime does not survive fork). A call never
+   uses more than AK_MAX_THREADS threads nor more than the OpenMP thread
+   limit (omp_get_thread_limit, OMP_THREAD_LIMIT); within those, starting
+   the threads is the OpenMP runtime's: where it cannot create them (under
+   an address-space limit, say), libgomp ends the process. */
 AK_API ak_status ak_set_num_threads(int n);
 /* The thread count a call from this thread would use now (resolves the
-   per-thread override below, then 0 to the OpenMP default). */
+   per-thread override below, then 0 to the OpenMP default, within the
+   limits above). */
 AK_API int ak_get_num_threads(void);
 /* Threads used by calls made from the calling thread only, overriding
    ak_set_num_threads there; 0 = follow the process-wide setting again. For an
@@ -297,8 +305,9 @@ AK_API void ak_attention_desc_init(ak_attention_desc *d);
    -inf, or one about 104 or more below the row's largest, whose exponential
    underflows) feeds nothing: NaN or Inf in its v does not reach the output.
    lse = log sum_j exp(scale q.k_j + bias_j) over the
-   visible keys: a score of +inf (from an infinite q, k or bias entry) makes
-   the row's output and probs NaN and its lse +inf; scores of -inf weigh 0.
+   visible keys: a score of +inf or NaN (from an infinite or NaN q, k or
+   bias entry, or a q.k whose fp32 sum overflows) makes the row's output,
+   probs and lse NaN, on every instruction set; scores of -inf weigh 0.
    Scores are formed in fp32 as (scale * q) . k + bias: a scaled query entry
    or a score past FLT_MAX is infinite (as above).
    Score modifiers, in this order inside a score s = scale * q.k:

@@ -120,7 +120,24 @@ void child_keeps_own_slot() {
 
 } // namespace
 
+namespace {
+std::atomic<long> g_fail_countdown{0};
+} // namespace
+
+void fail_allocation_for_test(long n) {
+  g_fail_countdown.store(n > 0 ? n : 0, std::memory_order_relaxed);
+}
+
+bool injected_allocation_failure() {
+  long left = g_fail_countdown.load(std::memory_order_relaxed);
+  while (left > 0)
+    if (g_fail_countdown.compare_exchange_weak(left, left - 1, std::memory_order_relaxed))
+      return left == 1;
+  return false;
+}
+
 Scratch::Scratch(std::size_t floats) {
+  if (injected_allocation_failure()) return;
   if (floats == 0) floats = 1;
   // A request too large to keep leaves the kept buffer for the next call.
   Block *b =

@@ -24,4 +24,13 @@ private:
 // Frees every thread's cached buffer (buffers in use stay with their calls).
 void release_cached_scratch();
 
+// Failure injection for the tests (they link the static library): the n-th
+// memory acquisition from now on (Scratch and the entry points' own
+// containers), on any thread, fails as if out of memory; 0 disarms. Built
+// into every library (one relaxed atomic load per acquisition) so that the
+// tests exercise the code that ships.
+void fail_allocation_for_test(long n);
+// Counts one acquisition; true where it is the one to fail.
+bool injected_allocation_failure();
+
 } // namespace attnkern

@@ -1,5 +1,7 @@
 #include "threading.hpp"
 
+#include "attnkern.h"
+
 #include <atomic>
 
 #ifdef _OPENMP
@@ -39,13 +41,20 @@ int thread_local_setting() { return t_threads; }
 
 int threads_setting_now() {
 #ifdef _OPENMP
-  if (omp_in_parallel()) return 1;
+  // Any enclosing region counts, a team of one included (num_threads(1),
+  // if(0)): omp_in_parallel() is false in those, yet the call belongs to
+  // the calling thread all the same.
+  if (omp_get_level() > 0) return 1;
 #ifdef AK_FORK_GUARD
   if (g_forked_after_team.load(std::memory_order_relaxed)) return 1;
 #endif
-  if (t_threads > 0) return t_threads;
-  const int n = g_threads.load(std::memory_order_relaxed);
-  return n > 0 ? n : omp_get_max_threads();
+  int n = t_threads > 0 ? t_threads : g_threads.load(std::memory_order_relaxed);
+  if (n <= 0) n = omp_get_max_threads();
+  // Never more than the runtime's limit or AK_MAX_THREADS: a count that
+  // asks for more threads than the process can create would end it.
+  const int limit = omp_get_thread_limit();
+  if (n > limit) n = limit;
+  return n > AK_MAX_THREADS ? AK_MAX_THREADS : n;
 #else
   return 1;
 #endif

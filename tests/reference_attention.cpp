@@ -92,8 +92,8 @@ AttentionResult attention_impl(const ak_attention_desc &d, const T *q, const T *
           r.lse[idx(row)] = sink;
           continue;
         }
-        if (nan || m == kInf) { // as ak_softmax: the row is not a number
-          r.lse[idx(row)] = nan ? kNaN : kInf;
+        if (nan || m == kInf) { // as ak_softmax: the row, lse included, is not a number
+          r.lse[idx(row)] = kNaN;
           for (std::int64_t j = keys.begin; j < keys.end; ++j)
             if (visible[idx(j)]) probs[j] = kNaN;
           for (std::int64_t c = 0; c < dv; ++c) out[c] = kNaN;

@@ -271,6 +271,20 @@ void add_gemm_cases(std::vector<BadCase> &cases, bool batched) {
     g.stride_c = kBytesOverflow;
     add("batch_span_c_bytes_overflow", AK_ERR_OVERFLOW, "C overflows", g);
   }
+  // A span of exactly 2^61 floats (one past the bound every extent keeps):
+  // no int64 wrap-around, but its byte size does not fit. With k = 0 the
+  // call only scales C.
+  for (int which = 0; which < 4; ++which) {
+    GemmCall g = valid_gemm();
+    g.m = g.n = g.k = g.lda = g.ldb = g.ldc = 1;
+    g.stride_a = g.stride_b = g.stride_c = 1;
+    std::int64_t &stride = which == 0 ? g.stride_a : which == 1 ? g.stride_b : g.stride_c;
+    stride = std::numeric_limits<std::int64_t>::max() / 4;
+    if (which == 3) g.k = 0;
+    const char *tags[] = {"a", "b", "c", "c_k0"}, *names[] = {"A", "B", "C", "C"};
+    add(std::string("batch_span_") + tags[which] + "_2pow61", AK_ERR_OVERFLOW,
+        std::string("batch of ") + names[which] + " spans more than 2^61", g);
+  }
   {
     GemmCall g = valid_gemm();
     g.null_c = true;

@@ -267,6 +267,42 @@ TEST(Config, InsideAParallelRegionACallIsSingleThreaded) {
   ak_set_num_threads(0);
 }
 
+// A region of one thread counts as well (omp_in_parallel() is false there):
+// the call still belongs to the calling thread.
+TEST(Config, InsideATeamOfOneACallIsSingleThreaded) {
+  ak_set_num_threads(4);
+  int one = -1, off = -1;
+#pragma omp parallel num_threads(1)
+  one = ak_get_num_threads();
+  const bool no_team =
+      std::getenv("AK_TEST_NEVER_SET") != nullptr; // false, unknown to the compiler
+#pragma omp parallel if (no_team)
+  off = ak_get_num_threads();
+  EXPECT_EQ(one, 1);
+  EXPECT_EQ(off, 1);
+  EXPECT_EQ(ak_get_num_threads(), std::min(4, omp_get_thread_limit()));
+  ak_set_num_threads(0);
+}
+
+// Any count is accepted, but a call never asks for more threads than the
+// OpenMP limit (OMP_THREAD_LIMIT: the thread_limit_env test runs this with
+// 3) or AK_MAX_THREADS; a small call then still runs.
+TEST(Config, ThreadCountIsCappedAtTheLimits) {
+  const int cap = std::min(AK_MAX_THREADS, omp_get_thread_limit());
+  for (int n : {1 << 30, AK_MAX_THREADS + 1, 5}) {
+    ASSERT_EQ(ak_set_num_threads(n), AK_OK);
+    EXPECT_EQ(ak_get_num_threads(), std::min(n, cap)) << n;
+    ASSERT_EQ(ak_set_num_threads_local(n), AK_OK);
+    EXPECT_EQ(ak_get_num_threads(), std::min(n, cap)) << n;
+    ASSERT_EQ(ak_set_num_threads_local(0), AK_OK);
+    const std::int64_t k = 64;
+    std::vector<float> a(k * k, 1.0f), b(k * k, 0.5f), c(k * k, -1.0f);
+    ASSERT_EQ(square_product(k, a, b, c), AK_OK) << ak_last_error();
+    EXPECT_EQ(c[0], 32.0f);
+  }
+  ak_set_num_threads(0);
+}
+
 // Many threads calling at once: no shared state but the configuration.
 TEST(Config, ConcurrentCallsFromAnOpenMpTeamAreCorrect) {
   const std::int64_t n = 48;

@@ -729,7 +729,7 @@ TEST_P(SgemmSkinny, DeepKExactSums) {
 }
 
 // A large B (n k >= 2^21 floats), where products of more rows than one
-// skinny tile takes stream it too (sgemm_one; smaller ones are packed): row
+// skinny tile takes stream it too (the plan; smaller ones are packed): row
 // groups 8 + 1, 8 + 8, 8 + 8 + 1, 32 and 33 (the most rows that B stored
 // n x k takes, and one past) and up to the skinny limit and one past it, B
 // stored either way (n = 523: strips, single vectors and 11 lanes on
@@ -772,7 +772,7 @@ TEST_P(SgemmSkinny, AliasedRowStrides) {
 // reduction may be split by thread count, docs/design.md).
 TEST_P(SgemmSkinny, DeterministicAcrossThreadsAndCalls) {
   // B of 2^21 floats and more, so that past 8 rows the skinny paths take
-  // it too (sgemm_one), with up to 45 rows: the row groups of the widest
+  // it too (the plan), with up to 45 rows: the row groups of the widest
   // of them (13: a group of 8 and one of 5; 45: five of 8 and one of 5).
   const std::int64_t n = 1031, k = 2063;
   const auto a = random_normal(static_cast<std::size_t>(45 * k), 90);

@@ -40,8 +40,10 @@ template <class V> inline bool has_non_finite(const float *x, std::int64_t n) {
 }
 
 // out = acc / l; returns lse = m + log l (-inf and zeros when l == 0).
-// A +inf score makes l (and so out) NaN, but the log-sum-exp itself is
-// +inf, as in the float64 definition.
+// A +inf or NaN score makes l (and so out) NaN, and lse NaN with it: one
+// result for both, because an overflowing score is +inf or NaN depending
+// on the order its lanes were summed in (+inf + -inf), which differs
+// between instruction sets. Only a +inf sink (l finite) gives lse = +inf.
 // *finite: whether every entry of out is finite, judged on the quotients
 // in registers (q - q is 0 for a finite q, NaN for Inf and NaN) rather than
 // by reading out back right after the stores.
@@ -69,6 +71,7 @@ inline float finish_row(float m, float l, const float *acc, std::int64_t dv, flo
     tail_finite = tail_finite && std::isfinite(out[d]);
   }
   *finite = tail_finite && V::reduce_add(probe) == 0.0f;
+  if (l != l) return l;
   return m == std::numeric_limits<float>::infinity() ? m : m + std::log(l);
 }
 
@@ -81,15 +84,11 @@ template <class V> inline void finish_probs(float *pr, std::int64_t kv_len, floa
     for (std::int64_t j = 0; j < kv_len; ++j) pr[j] = 0.0f;
     return;
   }
-  // A row with a +inf score is not a number (its sum l is NaN): its weights
-  // are NaN, as in a row with a NaN score (exp(s - inf) would give 0 to
-  // every finite key). A +inf sink alone (l finite) leaves every key 0.
+  // A row with a +inf or NaN score has lse NaN (finish_row), so its weights
+  // are NaN. A +inf sink alone (l finite, lse +inf) leaves every key 0.
   if (lse == std::numeric_limits<float>::infinity()) {
-    if (l == l) {
-      for (std::int64_t j = 0; j < kv_len; ++j) pr[j] = 0.0f;
-      return;
-    }
-    lse = std::numeric_limits<float>::quiet_NaN();
+    for (std::int64_t j = 0; j < kv_len; ++j) pr[j] = 0.0f;
+    return;
   }
   const R vl = V::set1(lse);
   std::int64_t j = 0;

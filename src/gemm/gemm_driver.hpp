@@ -1,14 +1,15 @@
-// The SGEMM driver for one instruction set: sgemm_one plans a product
-// (gemm_plan.hpp) and runs the path the plan names: C = beta * C, the
-// skinny kernels (sgemm_skinny.hpp) or the packed loop nest
-// (gemm_schedules.hpp over gemm_macro_kernel.hpp) on the main or the wide
-// tile; sgemm_batched runs a strided batch of them.
+// The SGEMM driver for one instruction set: sgemm_batched plans a batch of
+// products once (gemm_plan.hpp), takes their scratch, and runs each on the
+// path the plan names: C = beta * C, the skinny kernels (sgemm_skinny.hpp)
+// or the packed loop nest (gemm_schedules.hpp over gemm_macro_kernel.hpp)
+// on the main or the wide tile. A single product is a batch of one.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
 #include "../kernel_table.hpp"
+#include "../scratch.hpp"
 #include "../threading.hpp"
 #include "gemm_common.hpp"
 #include "gemm_macro_kernel.hpp"
@@ -34,24 +35,41 @@ inline void scale_c(const GemmArgs &g, int threads) {
   }
 }
 
-template <class V, class Cfg> KernelStatus sgemm_one(const GemmArgs &g, int threads) {
-  const GemmPlan plan = plan_sgemm<Cfg>(g, threads);
+// Scratch floats the product `g` takes when run as `plan` says.
+inline std::int64_t scratch_floats(const GemmArgs &g, const GemmPlan &plan) {
   switch (plan.path) {
   case GemmPath::none:
-    return KernelStatus::ok;
   case GemmPath::scale_c:
-    scale_c(g, plan.threads);
-    return KernelStatus::ok;
+    return 0;
   case GemmPath::skinny:
-    return sgemm_skinny<V, Cfg>(g, plan.threads);
+    return skinny_scratch_floats(g, plan.threads);
+  case GemmPath::packed_wide:
+  case GemmPath::packed:
+    break;
+  }
+  return packed_scratch(plan).total(plan.threads);
+}
+
+// Runs the product as planned, in `scratch` of scratch_floats(g, plan)
+// floats: nothing here allocates, so a caller that holds the memory for
+// every product before the first store never fails halfway.
+template <class V, class Cfg>
+void sgemm_planned(const GemmArgs &g, const GemmPlan &plan, float *scratch) {
+  switch (plan.path) {
+  case GemmPath::none:
+    return;
+  case GemmPath::scale_c:
+    return scale_c(g, plan.threads);
+  case GemmPath::skinny:
+    return sgemm_skinny<V, Cfg>(g, plan.threads, scratch);
   case GemmPath::packed_wide:
     if constexpr (!std::is_void_v<typename Cfg::wide_tile>)
-      return sgemm_packed<V, typename Cfg::wide_tile>(g, plan);
+      return sgemm_packed<V, typename Cfg::wide_tile>(g, plan, scratch);
     break;
   case GemmPath::packed:
     break;
   }
-  return sgemm_packed<V, Cfg>(g, plan);
+  sgemm_packed<V, Cfg>(g, plan, scratch);
 }
 
 // Product i of a batch. An empty product's matrices may be NULL, and no
@@ -66,26 +84,33 @@ inline GemmArgs product(const GemmArgs &g, const GemmBatch &batch, std::int64_t 
 
 // Batched products: many small ones run one per thread; otherwise each
 // product gets the whole team in turn. Either way, per-product arithmetic is
-// that of sgemm_one, so results do not depend on the choice.
+// that of the same plan, so results do not depend on the choice. The plan
+// depends on the shapes alone, not on where the matrices are, so one plan
+// serves every product, and all the scratch is taken before the first
+// store: out of memory leaves C as it was.
 template <class V, class Cfg>
 KernelStatus sgemm_batched(const GemmArgs &g, const GemmBatch &batch, int threads) {
+  if (batch.count <= 0) return KernelStatus::ok;
   const double flops = 2.0 * g.m * g.n * g.k;
   const bool per_thread =
       threads > 1 && batch.count >= threads && flops < Cfg::batch_per_thread_max_flops;
+  const GemmPlan plan = plan_sgemm<Cfg>(g, per_thread ? 1 : threads);
+  const std::int64_t floats = scratch_floats(g, plan);
   if (!per_thread) {
-    for (std::int64_t i = 0; i < batch.count; ++i) {
-      const GemmArgs one = product(g, batch, i);
-      if (sgemm_one<V, Cfg>(one, threads) != KernelStatus::ok) return KernelStatus::out_of_memory;
-    }
+    Scratch scratch(static_cast<std::size_t>(floats));
+    if (floats > 0 && !scratch.data()) return KernelStatus::out_of_memory;
+    for (std::int64_t i = 0; i < batch.count; ++i)
+      sgemm_planned<V, Cfg>(product(g, batch, i), plan, scratch.data());
     return KernelStatus::ok;
   }
-  bool oom = false;
-#pragma omp parallel for schedule(static) num_threads(threads) reduction(|| : oom)
-  for (std::int64_t i = 0; i < batch.count; ++i) {
-    const GemmArgs one = product(g, batch, i);
-    oom = oom || sgemm_one<V, Cfg>(one, 1) != KernelStatus::ok;
-  }
-  return oom ? KernelStatus::out_of_memory : KernelStatus::ok;
+  // One slice per team member, on pages of its own.
+  const std::int64_t slice = round_up(floats, 1024);
+  Scratch scratch(static_cast<std::size_t>(slice * threads));
+  if (slice > 0 && !scratch.data()) return KernelStatus::out_of_memory;
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (std::int64_t i = 0; i < batch.count; ++i)
+    sgemm_planned<V, Cfg>(product(g, batch, i), plan, scratch.data() + slice * omp_thread_id());
+  return KernelStatus::ok;
 }
 
 } // namespace AK_ISA_NS

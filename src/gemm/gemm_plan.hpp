@@ -1,4 +1,4 @@
-// How sgemm_one computes one product, chosen once before any work from the
+// How a product is computed, chosen once before any work from the
 // product's shape, the caller's thread count and the instruction set's block
 // table (Cfg): the path, the register tile, the block sizes, where the
 // micro-kernel reads A and B, and how a team shares the work. plan_sgemm is

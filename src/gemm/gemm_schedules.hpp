@@ -9,7 +9,6 @@
 #include <optional>
 
 #include "../kernel_table.hpp"
-#include "../scratch.hpp"
 #include "gemm_common.hpp"
 #include "gemm_macro_kernel.hpp"
 #include "gemm_plan.hpp"
@@ -116,26 +115,35 @@ void schedule_panels(const MK &mk, bool team, float *apack, float *bshared,
   }
 }
 
-// The packed path on tile Cfg, as planned (plan_packed).
-template <class V, class Cfg> KernelStatus sgemm_packed(const GemmArgs &g, const GemmPlan &plan) {
+// The packed path's scratch: the shared panel of B, then per thread its A
+// block (and with own_rows its panel), each thread's on pages of its own.
+struct PackedScratch {
+  std::int64_t shared_floats, thread_floats, a_floats;
+  std::int64_t total(int threads) const { return shared_floats + thread_floats * threads; }
+};
+inline PackedScratch packed_scratch(const GemmPlan &plan) {
   const bool own_rows = plan.schedule == GemmSchedule::own_rows;
-  // The shared panel of B, then per thread its A block (and with own_rows
-  // its panel), each thread's on pages of its own.
   const std::int64_t b_floats = plan.kc * plan.nc;
   const std::int64_t a_floats = plan.direct_a ? 0 : plan.kc * plan.mc; // one A block per thread
-  const std::int64_t shared_floats = own_rows ? 0 : round_up(b_floats, 1024);
-  const std::int64_t thread_floats = round_up(a_floats + (own_rows ? b_floats : 0), 1024) + 1024;
-  Scratch scratch(static_cast<std::size_t>(shared_floats + thread_floats * plan.threads));
-  if (!scratch.data()) return KernelStatus::out_of_memory;
-  float *const bshared = scratch.data();
+  return {own_rows ? 0 : round_up(b_floats, 1024),
+          round_up(a_floats + (own_rows ? b_floats : 0), 1024) + 1024, a_floats};
+}
+
+// The packed path on tile Cfg, as planned (plan_packed), in `scratch` of
+// packed_scratch(plan).total(plan.threads) floats.
+template <class V, class Cfg>
+void sgemm_packed(const GemmArgs &g, const GemmPlan &plan, float *scratch) {
+  const PackedScratch lay = packed_scratch(plan);
+  const std::int64_t shared_floats = lay.shared_floats, thread_floats = lay.thread_floats,
+                     a_floats = lay.a_floats;
+  float *const bshared = scratch;
   const GemmMacroKernel<V, Cfg> mk{g, plan, gemm_strides(g)};
 
   std::optional<RowBlockCounters> counters;
   if (plan.schedule == GemmSchedule::grouped_panels) counters.emplace();
 
   const auto run = [&](bool team) {
-    float *const apack =
-        scratch.data() + shared_floats + thread_floats * (team ? omp_thread_id() : 0);
+    float *const apack = scratch + shared_floats + thread_floats * (team ? omp_thread_id() : 0);
     switch (plan.schedule) {
     case GemmSchedule::own_rows:
       return schedule_own_rows(mk, apack, apack + a_floats);
@@ -153,7 +161,6 @@ template <class V, class Cfg> KernelStatus sgemm_packed(const GemmArgs &g, const
   } else {
     run(false);
   }
-  return KernelStatus::ok;
 }
 
 } // namespace AK_ISA_NS

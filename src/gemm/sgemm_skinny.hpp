@@ -25,7 +25,6 @@
 #include <cstring>
 
 #include "../kernel_table.hpp"
-#include "../scratch.hpp"
 #include "gemm_common.hpp"
 #include "sgemm_skinny_common.hpp"
 #include "sgemm_skinny_nn.hpp"
@@ -85,30 +84,43 @@ void skinny_dispatch(int m, bool b_along_k, std::int64_t n, std::int64_t k, cons
   }
 }
 
-// Requires 1 <= g.m <= skinny_rows_limit<Cfg>(g.trans_b), g.k >= 1 and
-// alpha != 0 (plan_sgemm checks, and sgemm_one handles the rest); threads
-// is the plan's team. Only Cfg::skinny_m rows are instantiated.
-template <class V, class Cfg> KernelStatus sgemm_skinny(const GemmArgs &g, int threads) {
-  static_assert(Cfg::skinny_m >= 1 && Cfg::skinny_m <= kSkinnyMaxRows, "the skinny kernels' rows");
+// Where A is copied (see sgemm_skinny) and the copy's row stride.
+struct SkinnyACopy {
+  bool copy;
+  std::int64_t lda;
+};
+inline SkinnyACopy skinny_a_copy(const GemmArgs &g) {
   // A is copied to rows of a contiguous block when it is stored transposed
   // or its rows alias in L1; the copy's stride is padded by a cache line
   // where the plain one would alias.
-  const bool copy_a = g.trans_a || (g.m > 1 && skinny_rows_alias(g.lda, g.m));
   std::int64_t lda_copy = (g.k + 15) / 16 * 16;
   if (skinny_rows_alias(lda_copy, g.m)) lda_copy += 16;
-  // One buffer (the thread's cached scratch): the running sums, then A's copy
-  // (with room to place it, below).
+  return {g.trans_a || (g.m > 1 && skinny_rows_alias(g.lda, g.m)), lda_copy};
+}
+
+// Scratch floats sgemm_skinny takes on `threads` threads: the running sums,
+// then A's copy (with room to place it, below).
+inline std::int64_t skinny_scratch_floats(const GemmArgs &g, int threads) {
+  const SkinnyACopy ac = skinny_a_copy(g);
+  return skinny_sums_floats(g.m, g.n, threads) + (ac.copy ? g.m * ac.lda + kSumsShiftMax : 0);
+}
+
+// Requires 1 <= g.m <= skinny_rows_limit<Cfg>(g.trans_b), g.k >= 1 and
+// alpha != 0 (plan_sgemm checks, and sgemm_planned handles the rest); threads
+// is the plan's team, and `scratch` holds skinny_scratch_floats(g, threads).
+// Only Cfg::skinny_m rows are instantiated.
+template <class V, class Cfg> void sgemm_skinny(const GemmArgs &g, int threads, float *scratch) {
+  static_assert(Cfg::skinny_m >= 1 && Cfg::skinny_m <= kSkinnyMaxRows, "the skinny kernels' rows");
+  const SkinnyACopy copy = skinny_a_copy(g);
   const std::int64_t sums_floats = skinny_sums_floats(g.m, g.n, threads);
-  Scratch scratch(
-      static_cast<std::size_t>(sums_floats + (copy_a ? g.m * lda_copy + kSumsShiftMax : 0)));
-  if (!scratch.data()) return KernelStatus::out_of_memory;
   const float *a = g.a;
   std::int64_t lda = g.lda;
-  if (copy_a) {
+  if (copy.copy) {
+    const std::int64_t lda_copy = copy.lda;
     // The copy starts about half the L1 sets away from B's first line, as
     // the NN kernel's sums do (skinny_n_range), so that the two do not crowd
     // the same sets.
-    float *ac = scratch.data() + sums_floats;
+    float *ac = scratch + sums_floats;
     ac += (l1_set_of(g.b) + 32 - g.m / 2 - l1_set_of(ac) + 128) % 64 * 16;
     if (g.trans_a) { // A is stored k x m: gather its m rows
       for (std::int64_t p = 0; p < g.k; ++p)
@@ -121,8 +133,7 @@ template <class V, class Cfg> KernelStatus sgemm_skinny(const GemmArgs &g, int t
     lda = lda_copy;
   }
   skinny_dispatch<V, Cfg>(static_cast<int>(g.m), g.trans_b, g.n, g.k, a, lda, g.b, g.ldb, g.alpha,
-                          g.beta, g.c, g.ldc, threads, scratch.data());
-  return KernelStatus::ok;
+                          g.beta, g.c, g.ldc, threads, scratch);
 }
 
 } // namespace AK_ISA_NS
