@@ -136,6 +136,10 @@ bool injected_allocation_failure() {
   return false;
 }
 
+bool injected_allocation_failure_pending() {
+  return g_fail_countdown.load(std::memory_order_relaxed) > 0;
+}
+
 Scratch::Scratch(std::size_t floats) {
   if (injected_allocation_failure()) return;
   if (floats == 0) floats = 1;

@@ -32,5 +32,7 @@ void release_cached_scratch();
 void fail_allocation_for_test(long n);
 // Counts one acquisition; true where it is the one to fail.
 bool injected_allocation_failure();
+// Whether an armed failure has not been reached yet.
+bool injected_allocation_failure_pending();
 
 } // namespace attnkern
