@@ -82,6 +82,9 @@ void sgemm_cases() {
   std::vector<Gemm> shapes = {{1, 1, 1},   {3, 5, 7},   {17, 15, 9},  {8, 16, 4},
                               {7, 33, 65}, {65, 3, 17}, {1, 257, 31}, {31, 17, 300},
                               {4, 9, 130}, {0, 5, 3},   {5, 0, 3},    {4, 6, 0}};
+  // n and k around the vector widths 4, 8 and 16.
+  for (std::int64_t n : {3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33})
+    shapes.push_back({1 + n % 5, n, 1 + (n * 7) % 19});
   // Past each block edge of this instruction set: a second row block, a
   // second k block, a register tile and a panel's tail.
   shapes.push_back({bl.mc + 1, bl.nr + 1, 33});
@@ -200,8 +203,9 @@ void softmax_cases() {
       softmax_case(log, s[0], s[1], 5, false);
       softmax_case(log, s[0], s[1], 3, true);
     }
-  const std::int64_t axes[][3] = {{1, 1, 1},  {2, 3, 5},   {1, 17, 15}, {3, 8, 16},   {2, 5, 33},
-                                  {4, 65, 1}, {1, 1, 257}, {2, 7, 129}, {1, 200, 300}};
+  const std::int64_t axes[][3] = {{1, 1, 1},     {2, 3, 5},   {1, 17, 15}, {3, 8, 16},
+                                  {2, 5, 33},    {4, 65, 1},  {1, 1, 257}, {2, 7, 129},
+                                  {1, 257, 300}, {3, 65, 400}};
   for (const auto &s : axes)
     for (bool in_place : {false, true}) softmax_axis_case(s[0], s[1], s[2], in_place);
 }

@@ -122,6 +122,6 @@ void gemm_softmax_cases();
 void storage_cases();
 void attention_cases();
 void paged_cases();
-void block_table_cases();
+void bad_id_cases();
 
 } // namespace guard

@@ -2,7 +2,7 @@
 // the size the header requires, each followed (or preceded) by a PROT_NONE
 // page, on every instruction set the CPU has, on 1 and 2 threads.
 //   guard_pages_check [suite]   suite: gemm_softmax, storage, attention,
-//                               paged, block_table (default: all)
+//                               paged, bad_ids (default: all)
 // Exits 0 when every case passed; a read or write outside a buffer kills
 // the process with SIGSEGV after naming the case.
 #include <chrono>
@@ -20,7 +20,7 @@ int main(int argc, char **argv) {
                           {"storage", guard::storage_cases},
                           {"attention", guard::attention_cases},
                           {"paged", guard::paged_cases},
-                          {"block_table", guard::block_table_cases}};
+                          {"bad_ids", guard::bad_id_cases}};
   const char *only = argc > 1 ? argv[1] : nullptr;
   bool known = !only;
   for (const Suite &s : suites) known = known || std::strcmp(s.name, only) == 0;

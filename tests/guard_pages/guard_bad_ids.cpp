@@ -1,9 +1,11 @@
-// A block table with a bad page id (< 0 or >= num_pages) in an entry that a
-// visible key needs is refused before anything is written: the header
-// promises AK_ERR_BAD_ARGUMENT and a message, and out, lse and probs keep
-// their canaries. The tables are exactly batch x block_table_stride long and
-// the pools exactly num_pages long, so a library that used the bad id would
-// read inside a guard and fault.
+// Ids that index another buffer, out of range, are refused before anything
+// is written: the header promises AK_ERR_BAD_ARGUMENT, a message naming the
+// argument, and outputs as they were (canaries). A block table with a bad
+// page id (< 0 or >= num_pages) in an entry that a visible key needs
+// (ak_attention), a token id >= vocab_size (ak_embedding), a slot < -1 or
+// >= num_pages * page_size (ak_kv_cache_store). Tables, pools and vocabularies
+// are exactly as long as the header says, so a library that used a bad id
+// would access a guard and fault.
 #include <climits>
 #include <cstring>
 #include <string>
@@ -74,17 +76,61 @@ void refused_case(const AttnSpec &s, std::int64_t entry, std::int32_t id) {
   });
 }
 
+void embedding_refused(std::int32_t bad, std::int64_t at) {
+  run_case("ak_embedding ids[" + std::to_string(at) + "] = " + std::to_string(bad), [&](Arena &ar) {
+    const std::int64_t vocab = 7, dim = 9, tokens = 5;
+    const float *table = ar.in(vocab * dim);
+    std::vector<std::int32_t> ids = {0, 6, -1, 3, 2};
+    ids[static_cast<std::size_t>(at)] = bad;
+    float *out = ar.out(tokens * dim);
+    const ak_status st = ak_embedding(tokens, ar.copy(ids), vocab, dim, table, dim, out, dim);
+    ar.check(st == AK_ERR_BAD_ARGUMENT,
+             std::string("status ") + ak_status_string(st) + ", want AK_ERR_BAD_ARGUMENT");
+    ar.check(std::strstr(ak_last_error(), "ids") != nullptr,
+             std::string("ak_last_error() does not name ids: \"") + ak_last_error() + "\"");
+    ar.keep("out", out, tokens * dim, 0);
+  });
+}
+
+void store_refused(std::int64_t bad, std::int64_t at, ak_dtype t) {
+  run_case(
+      "ak_kv_cache_store slots[" + std::to_string(at) + "] = " + std::to_string(bad) + " type " +
+          std::to_string(t),
+      [&](Arena &ar) {
+        const std::int64_t tokens = 4, heads = 2, dim = 5, pages = 3, page_size = 7;
+        const float *src = ar.in(tokens * heads * dim);
+        std::vector<std::int64_t> slots = {20, 0, -1, 13};
+        slots[static_cast<std::size_t>(at)] = bad;
+        const std::int64_t n = pages * heads * page_size * dim;
+        void *pool = ar.out_typed(t, n);
+        const ak_status st = ak_kv_cache_store(tokens, heads, dim, src, nullptr, ar.copy(slots), t,
+                                               pool, pages, page_size, nullptr);
+        ar.check(st == AK_ERR_BAD_ARGUMENT,
+                 std::string("status ") + ak_status_string(st) + ", want AK_ERR_BAD_ARGUMENT");
+        ar.check(std::strstr(ak_last_error(), "slots") != nullptr,
+                 std::string("ak_last_error() does not name slots: \"") + ak_last_error() + "\"");
+        ar.keep("pool", pool, t, n, 0);
+      });
+}
+
 } // namespace
 
-void block_table_cases() {
+void bad_id_cases() {
+  for (std::int32_t bad : {7, 8, INT_MAX})
+    for (std::int64_t at : {0, 4}) embedding_refused(bad, at);
+  for (ak_dtype t : {AK_F32, AK_F16, AK_BF16})
+    for (std::int64_t bad : {std::int64_t{-2}, std::int64_t{21}, std::int64_t{22}, std::int64_t{0}})
+      for (std::int64_t at : {0, 3})
+        store_refused(bad, at, t); // (0: a slot that slots[1] names too)
+
   for (const AttnSpec &s : specs()) {
     const PageTable t = make_page_table(s);
     if (t.needed.empty()) {
       fail(describe(s) + ": the case needs no page");
       continue;
     }
-    // The first and last page a visible key needs, and one in the middle:
-    // for kv_lens and windows these are the pages at the visible hull's ends.
+    // The first and the last entry a visible key needs (the ends of the
+    // visible keys of the first and the last batch entry), and one between.
     const std::int64_t picks[] = {t.needed.front(), t.needed[t.needed.size() / 2], t.needed.back()};
     const std::int32_t np = static_cast<std::int32_t>(t.num_pages);
     const std::int32_t bad[] = {-1, np, INT_MIN, INT_MAX, -2, np + 1};
