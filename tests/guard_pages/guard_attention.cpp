@@ -108,6 +108,47 @@ std::vector<AttnSpec> contiguous_specs() {
     s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT, s.window_left = 20;
     v.push_back(s);
   }
+  // The exact paths: NaN where no query looks, values near FLT_MAX where
+  // the fp32 sums overflow.
+  {
+    AttnSpec s = spec("NaN left of the window, packed path", 1, 4, 2, 17, 300, 32);
+    s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT, s.window_left = 40, s.poison_hidden = true;
+    s.lse = true;
+    v.push_back(s);
+  }
+  {
+    AttnSpec s = spec("NaN outside the window, split direct", 2, 4, 4, 1, 1100, 64);
+    s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT, s.window_left = 300, s.kv_lens = {1100, 700};
+    s.poison_hidden = true;
+    v.push_back(s);
+  }
+  {
+    AttnSpec s = spec("NaN past kv_lens, half K/V", 2, 2, 1, 3, 200, 16);
+    s.k_type = AK_BF16, s.v_type = AK_F16, s.kv_lens = {200, 77};
+    s.mask = AK_MASK_CAUSAL_TOP_LEFT, s.poison_hidden = true;
+    v.push_back(s);
+  }
+  {
+    AttnSpec s = spec("huge V, packed path", 1, 4, 4, 65, 129, 32);
+    s.huge_v = true, s.lse = true, s.probs = true;
+    v.push_back(s);
+  }
+  {
+    AttnSpec s = spec("huge V, split decode, sinks", 2, 8, 2, 1, 3000, 64);
+    s.huge_v = true, s.sinks = true;
+    v.push_back(s);
+  }
+  {
+    AttnSpec s = spec("huge V, typed decode", 1, 4, 4, 1, 300, 32);
+    s.k_type = AK_F16, s.v_type = AK_BF16, s.huge_v = true;
+    v.push_back(s);
+  }
+  {
+    AttnSpec s = spec("huge V, varlen, bias, ALiBi", 2, 2, 2, 9, 30, 5);
+    s.cu_q = {0, 9, 13}, s.kv_lens = {30, 17}, s.bias = AttnSpec::full_bias, s.alibi = true;
+    s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT, s.huge_v = true, s.strided = true;
+    v.push_back(s);
+  }
   return v;
 }
 

@@ -1,6 +1,8 @@
 #include "guard_attention_case.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -19,12 +21,13 @@ std::int64_t dv_of(const AttnSpec &s) { return s.dv ? s.dv : s.dk; }
 // A [batch, heads, seq, dim] tensor: all-zero strides (contiguous) or
 // token-major with gaps; packed tensors are one batch entry with stride 0.
 struct Layout {
-  std::int64_t strides[3];
+  std::int64_t strides[3];  // as passed
+  std::int64_t resolved[3]; // as the library resolves all-zero strides
   std::int64_t extent;
 };
 Layout tensor_layout(bool strided, bool packed, std::int64_t batch, std::int64_t heads,
                      std::int64_t seq, std::int64_t dim) {
-  Layout l{{0, 0, 0}, 0};
+  Layout l{{0, 0, 0}, {0, 0, 0}, 0};
   const std::int64_t e[3] = {packed ? 1 : batch, heads, seq};
   std::int64_t s[3] = {heads * seq * dim, seq * dim, dim};
   if (strided) {
@@ -32,13 +35,14 @@ Layout tensor_layout(bool strided, bool packed, std::int64_t batch, std::int64_t
     for (int i = 0; i < 3; ++i) l.strides[i] = s[i];
   }
   if (packed) s[0] = 0;
+  for (int i = 0; i < 3; ++i) l.resolved[i] = s[i];
   l.extent = tensor_extent(e, s, dim);
   return l;
 }
 
 // The pool's [page, kv_head, slot] strides (all 0: contiguous) and extent.
 Layout pool_layout(const AttnSpec &s, std::int64_t pages, std::int64_t dim) {
-  Layout l{{0, 0, 0}, 0};
+  Layout l{{0, 0, 0}, {0, 0, 0}, 0};
   const std::int64_t ps = s.page_size, row = dim + 2;
   std::int64_t st[3] = {s.kv_heads * ps * dim, ps * dim, dim};
   if (s.pool == AttnSpec::head_major_gaps)
@@ -47,9 +51,59 @@ Layout pool_layout(const AttnSpec &s, std::int64_t pages, std::int64_t dim) {
     st[1] = row, st[2] = s.kv_heads * row, st[0] = ps * st[2] + 3;
   if (s.pool != AttnSpec::contiguous_pool)
     for (int i = 0; i < 3; ++i) l.strides[i] = st[i];
+  for (int i = 0; i < 3; ++i) l.resolved[i] = st[i];
   const std::int64_t e[3] = {pages, s.kv_heads, ps};
   l.extent = tensor_extent(e, st, dim);
   return l;
+}
+
+// Sets `count` values of type t from element `at` on to `value`.
+void set_values(void *p, ak_dtype t, std::int64_t at, std::int64_t count, float value) {
+  if (t == AK_F32) {
+    for (std::int64_t i = 0; i < count; ++i) static_cast<float *>(p)[at + i] = value;
+    return;
+  }
+  std::uint16_t h; // NaN, or bf16's nearest to a finite value (f16 only takes NaN here)
+  if (std::isnan(value)) {
+    h = t == AK_F16 ? 0x7E00u : 0x7FC0u;
+  } else {
+    std::uint32_t u;
+    std::memcpy(&u, &value, sizeof u);
+    h = static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  }
+  for (std::int64_t i = 0; i < count; ++i) static_cast<std::uint16_t *>(p)[at + i] = h;
+}
+
+// Applies poison_hidden and huge_v to K and V (layouts lk, lv; paged
+// through `table`).
+void special_values(const AttnSpec &s, const PageTable &table, const Layout &lk, const Layout &lv,
+                    void *k, void *v) {
+  const std::int64_t dv = dv_of(s);
+  for (std::int64_t b = 0; b < s.batch; ++b) {
+    std::int64_t lo, hi;
+    visible_hull(s, b, &lo, &hi);
+    const std::int64_t rows = packed_k(s) ? s.cu_k[b + 1] - s.cu_k[b] : s.kv_len;
+    for (std::int64_t j = 0; j < rows; ++j) {
+      std::int64_t base = b, slot = j; // the row's [batch or page, slot] coordinates
+      if (s.page_size) {
+        base = table.ids[static_cast<std::size_t>(b * table.stride + j / s.page_size)];
+        slot = j % s.page_size;
+        if (base < 0 || base >= table.num_pages) continue; // no page: nothing stored
+      } else if (packed_k(s)) {
+        base = 0, slot = s.cu_k[b] + j;
+      }
+      for (std::int64_t h = 0; h < s.kv_heads; ++h) {
+        const std::int64_t ko = base * lk.resolved[0] + h * lk.resolved[1] + slot * lk.resolved[2];
+        const std::int64_t vo = base * lv.resolved[0] + h * lv.resolved[1] + slot * lv.resolved[2];
+        if (s.poison_hidden && (j < lo || j >= hi)) {
+          set_values(k, s.k_type, ko, s.dk, NAN);
+          set_values(v, s.v_type, vo, dv, NAN);
+        } else if (s.huge_v) {
+          set_values(v, s.v_type, vo, 1, 3.0e38f);
+        }
+      }
+    }
+  }
 }
 
 } // namespace
@@ -131,15 +185,17 @@ AttnCall build_call(Arena &ar, const AttnSpec &s, const PageTable &table) {
     const Layout pv = pool_layout(s, table.num_pages, dv);
     for (int i = 0; i < 3; ++i)
       d.k_page_strides[i] = pk.strides[i], d.v_page_strides[i] = pv.strides[i];
-    c.k = ar.in_typed(s.k_type, pk.extent);
-    c.v = ar.in_typed(s.v_type, pv.extent);
+    void *k = ar.in_typed(s.k_type, pk.extent), *v = ar.in_typed(s.v_type, pv.extent);
+    special_values(s, table, pk, pv, k, v);
+    c.k = k, c.v = v;
     d.block_table = ar.copy(table.ids);
   } else {
     const Layout lk = tensor_layout(s.strided, packed_k(s), s.batch, s.kv_heads, total_k, s.dk);
     const Layout lv = tensor_layout(s.strided, packed_k(s), s.batch, s.kv_heads, total_k, dv);
     for (int i = 0; i < 3; ++i) d.k_strides[i] = lk.strides[i], d.v_strides[i] = lv.strides[i];
-    c.k = ar.in_typed(s.k_type, lk.extent);
-    c.v = ar.in_typed(s.v_type, lv.extent);
+    void *k = ar.in_typed(s.k_type, lk.extent), *v = ar.in_typed(s.v_type, lv.extent);
+    special_values(s, table, lk, lv, k, v);
+    c.k = k, c.v = v;
   }
   if (packed_q(s)) d.cu_seqlens_q = ar.copy(s.cu_q);
   if (packed_k(s)) d.cu_seqlens_k = ar.copy(s.cu_k);

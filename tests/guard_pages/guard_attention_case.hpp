@@ -30,6 +30,13 @@ struct AttnSpec {
   std::int64_t extra_cols = 0; // block-table columns past ceil(kv_len / page_size)
   // Packed variable-length batch.
   std::vector<std::int32_t> cu_q, cu_k;
+  // NaN in every K and V row that no query of its entry sees (the header:
+  // harmless there). Blocks that hold such rows take the kernels' exact
+  // paths (a non-finite value in a loaded block).
+  bool poison_hidden = false;
+  // Column 0 of every V row near FLT_MAX: the fp32 accumulator overflows
+  // and the rows are recomputed (outputs stay finite). Not for f16 V.
+  bool huge_v = false;
 };
 
 // The block table of a paged spec: every page that holds a key some query

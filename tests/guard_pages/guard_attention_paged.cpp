@@ -85,6 +85,23 @@ std::vector<AttnSpec> paged_specs() {
     s.window_left = 3, s.window_right = 2, s.softcap = 10.0f, s.k_type = AK_F16;
     v.push_back(s);
   }
+  {
+    AttnSpec s = paged("NaN past kv_lens and left of the window", 7, 2, 4, 2, 5, 120, 16);
+    s.k_type = AK_BF16, s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT, s.window_left = 30;
+    s.kv_lens = {120, 50}, s.poison_hidden = true;
+    v.push_back(s);
+  }
+  {
+    AttnSpec s = paged("huge V, split decode fp32", 16, 1, 4, 1, 1, 3000, 32);
+    s.huge_v = true, s.lse = true;
+    v.push_back(s);
+  }
+  {
+    AttnSpec s = paged("huge V, chunked prefill, bias", 16, 2, 4, 2, 9, 80, 32);
+    s.v_type = AK_BF16, s.cu_q = {0, 9, 13}, s.kv_lens = {80, 35}, s.bias = AttnSpec::full_bias;
+    s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT, s.huge_v = true, s.pool = AttnSpec::head_major_gaps;
+    v.push_back(s);
+  }
   return v;
 }
 
