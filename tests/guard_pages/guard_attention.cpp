@@ -38,8 +38,8 @@ std::vector<AttnSpec> contiguous_specs() {
     v.push_back(s);
   }
   {
-    AttnSpec s = spec("split decode, kv_lens, lse", 2, 4, 1, 1, 3000, 64);
-    s.kv_lens = {3000, 1777}, s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT, s.lse = true;
+    AttnSpec s = spec("split decode, kv_lens, lse, probs", 2, 4, 1, 1, 3000, 64);
+    s.kv_lens = {3000, 1777}, s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT, s.lse = true, s.probs = true;
     v.push_back(s);
   }
   {
@@ -107,6 +107,20 @@ std::vector<AttnSpec> contiguous_specs() {
     s.cu_q = {0, 1, 18}, s.cu_k = {0, 64, 100}, s.k_type = AK_F16, s.v_type = AK_BF16;
     s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT, s.window_left = 20;
     v.push_back(s);
+  }
+  {
+    AttnSpec s = spec("split decode, strided, GQA, ALiBi", 2, 6, 2, 2, 1500, 24, 40);
+    s.strided = true, s.alibi = true, s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT,
+    s.kv_lens = {1500, 1025};
+    v.push_back(s);
+  }
+  {
+    AttnSpec s = spec("wide heads", 1, 2, 1, 9, 40, 129, 257);
+    s.mask = AK_MASK_CAUSAL_TOP_LEFT, s.lse = true;
+    v.push_back(s);
+    AttnSpec t = spec("wide heads, typed decode", 1, 2, 2, 1, 100, 256);
+    t.k_type = t.v_type = AK_BF16;
+    v.push_back(t);
   }
   // The exact paths: NaN where no query looks, values near FLT_MAX where
   // the fp32 sums overflow.

@@ -86,6 +86,21 @@ std::vector<AttnSpec> paged_specs() {
     v.push_back(s);
   }
   {
+    // An empty sequence and an entry with no keys: none of their pages exist.
+    AttnSpec s = paged("split decode, empty sequence, probs", 16, 4, 4, 2, 1, 3000, 32);
+    s.cu_q = {0, 1, 1, 2, 3}, s.kv_lens = {3000, 2000, 1500, 0}, s.lse = true;
+    s.k_type = AK_F16, s.sinks = true, s.alibi = true, s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT;
+    v.push_back(s);
+    AttnSpec p = paged("split decode, probs, kv_lens 0", 16, 2, 2, 2, 1, 2000, 16);
+    p.kv_lens = {0, 1999}, p.probs = true, p.v_type = AK_BF16;
+    v.push_back(p);
+  }
+  {
+    AttnSpec s = paged("one large partial page per sequence", 4096, 2, 2, 1, 1, 3000, 16);
+    s.k_type = AK_BF16, s.kv_lens = {3000, 17};
+    v.push_back(s);
+  }
+  {
     AttnSpec s = paged("NaN past kv_lens and left of the window", 7, 2, 4, 2, 5, 120, 16);
     s.k_type = AK_BF16, s.mask = AK_MASK_CAUSAL_BOTTOM_RIGHT, s.window_left = 30;
     s.kv_lens = {120, 50}, s.poison_hidden = true;

@@ -153,17 +153,19 @@ void softmax_case(bool log, std::int64_t rows, std::int64_t cols, std::int64_t p
   const std::string name =
       shape(log ? "ak_log_softmax" : "ak_softmax", rows, cols, pad) + (in_place ? " in place" : "");
   run_case(name, [&](Arena &ar) {
-    const std::int64_t ld = cols + pad, n = matrix_extent(rows, cols, ld);
+    // y's rows another distance apart than x's, unless in place.
+    const std::int64_t ld = cols + pad, ldy = in_place ? ld : cols + pad / 2;
+    const std::int64_t ny = matrix_extent(rows, cols, ldy);
     float *x = matrix_in(ar, rows, cols, ld);
     for (std::int64_t r = 0; r < rows; ++r) x[r * ld] *= 30.0f; // a dominant entry
-    float *y = in_place ? x : ar.out(n);
+    float *y = in_place ? x : ar.out(ny);
     const auto fn = log ? ak_log_softmax : ak_softmax;
-    ar.expect_ok(fn(rows, cols, x, ld, y, ld), log ? "ak_log_softmax" : "ak_softmax");
-    ar.keep("y", y, n, rows * cols);
+    ar.expect_ok(fn(rows, cols, x, ld, y, ldy), log ? "ak_log_softmax" : "ak_softmax");
+    ar.keep("y", y, ny, rows * cols);
     if (!ar.plain() || log) return;
     for (std::int64_t r = 0; r < rows; ++r) {
       double sum = 0.0;
-      for (std::int64_t c = 0; c < cols; ++c) sum += y[r * ld + c];
+      for (std::int64_t c = 0; c < cols; ++c) sum += y[r * ldy + c];
       if (std::fabs(sum - 1.0) > 1e-5) {
         ar.check(false, "row " + std::to_string(r) + " sums to " + std::to_string(sum));
         return;
