@@ -122,6 +122,13 @@ std::vector<AttnSpec> contiguous_specs() {
     t.k_type = t.v_type = AK_BF16;
     v.push_back(t);
   }
+  { // Empty: no keys (out 0, lse -inf), no batch entries.
+    AttnSpec s = spec("no keys", 2, 2, 1, 3, 0, 8);
+    s.lse = true, s.probs = true, s.sinks = true;
+    v.push_back(s);
+    v.push_back(spec("no batch entries", 0, 2, 2, 3, 5, 8));
+    v.push_back(spec("no queries", 2, 2, 2, 0, 5, 8));
+  }
   // The exact paths: NaN where no query looks, values near FLT_MAX where
   // the fp32 sums overflow.
   {

@@ -96,6 +96,13 @@ std::vector<AttnSpec> paged_specs() {
     v.push_back(p);
   }
   {
+    AttnSpec s = paged("no keys", 16, 2, 2, 1, 2, 0, 8);
+    s.lse = true, s.k_type = AK_F16;
+    v.push_back(s);
+    AttnSpec e = paged("no batch entries", 7, 0, 2, 2, 1, 30, 8);
+    v.push_back(e);
+  }
+  {
     AttnSpec s = paged("one large partial page per sequence", 4096, 2, 2, 1, 1, 3000, 16);
     s.k_type = AK_BF16, s.kv_lens = {3000, 17};
     v.push_back(s);
