@@ -1,9 +1,10 @@
-// ak_attention over paged K/V: page sizes 1, 7, 16, 33 and one page per
-// sequence; shuffled page ids; -1 and num_pages in every entry no visible
-// key needs (past kv_lens, left of a window, the columns past the pages of
-// kv_len); pools contiguous, with gaps, slot-major; fp32, f16, bf16 and
-// mixed; decode (split over 3000 keys), prefill, GQA, chunked prefill
-// (cu_seqlens_q with kv_lens).
+// ak_attention over paged K/V: page sizes 1, 5, 7, 16, 33, 64 and 4096;
+// shuffled page ids; -1 and num_pages in every entry no visible key needs
+// (past kv_lens, left of a window, the columns past the pages of kv_len,
+// the entries of empty sequences); pools contiguous, with gaps, slot-major;
+// fp32, f16, bf16 and mixed; decode (split over up to 3000 keys), prefill,
+// GQA, chunked prefill (cu_seqlens_q with kv_lens), no keys, no entries;
+// NaN in the slots no query sees, V near FLT_MAX.
 #include <vector>
 
 #include "guard_attention_case.hpp"
