@@ -1,7 +1,9 @@
 // ak_attention over contiguous and strided K/V (fp32, f16, bf16, mixed),
 // decode and prefill, split-KV decode, the direct and packed paths, GQA,
 // masks, windows, kv_lens, bias, ALiBi, sinks, softcap, lse and probs,
-// packed variable-length batches; and ak_mha_self_attention.
+// packed variable-length batches, no keys, no entries, no queries, NaN in
+// the K/V rows no query sees and V near FLT_MAX (the exact and repair
+// paths); and ak_mha_self_attention.
 #include <string>
 #include <vector>
 
