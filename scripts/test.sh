@@ -39,7 +39,7 @@ if [[ "${1:-}" == "--tsan" ]]; then
   fi
   export OMP_TOOL_LIBRARIES="$archer"
   export TSAN_OPTIONS="ignore_noninstrumented_modules=1 halt_on_error=0 second_deadlock_stack=1"
-  exec "$dir/tests/concurrency_stress" 6
+  exec "$dir/tests/concurrency_stress" 30
 fi
 if [[ "${1:-}" == "--clang" ]]; then
   dir=build-clang

@@ -9,10 +9,12 @@
 // between instruction sets, and the set may change while a call runs: the
 // call keeps the one it started with.)
 //
-//   concurrency_stress [ROUNDS [WORKERS]]    each worker makes every call
-//                                            ROUNDS times (default 2; 8 workers)
+//   concurrency_stress [ROUNDS [WORKERS]]    ROUNDS times (default 2), WORKERS
+//                                            threads (default 8) started, each
+//                                            making every call once
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -110,62 +112,77 @@ std::string mismatch(const Job &job, const std::vector<float> &out, const Refs &
 
 struct WorkerStats {
   long calls = 0;
-  std::vector<long> by_isa; // calls whose result was that set's
+  std::vector<long> by_isa; // calls whose result was that set's (where the sets differ)
 };
 
-void worker(int id, int rounds, const std::vector<Job> &jobs, const Refs &refs,
+// A refused call between the others: its message is the calling thread's own.
+void misuse(int id, Failures &failures) {
+  float y = 0.0f;
+  const std::int64_t rows = -1 - id;
+  const ak_status s = ak_softmax(rows, 1, &y, 1, &y, 1);
+  const std::string expected = "rows = " + std::to_string(rows);
+  if (s != AK_ERR_BAD_SHAPE || std::strstr(ak_last_error(), expected.c_str()) == nullptr ||
+      y != 0.0f)
+    failures.add("worker " + std::to_string(id) + ": ak_softmax(rows = " + std::to_string(rows) +
+                 ") gave " + ak_status_string(s) + " (" + ak_last_error() + ")");
+}
+
+// One round of every call, from a thread started for it: threads come and
+// go (and with them their kept scratch) while the others run.
+void worker(int id, int round, const std::vector<Job> &jobs, const Refs &refs,
             const std::vector<std::string> &isas, Failures &failures, WorkerStats &stats) {
   std::vector<std::vector<float>> outs;
   for (const Job &job : jobs) outs.emplace_back(job.floats);
-  stats.by_isa.assign(isas.size(), 0);
   // Odd workers set a count of their own before each call, as an engine's
   // worker threads do; even ones follow the process-wide setting.
   const bool own_count = id % 2 == 1;
   static const int kLocalCounts[] = {1, 2, 0, 3};
-  for (int r = 0; r < rounds; ++r) {
-    for (std::size_t step = 0; step < jobs.size(); ++step) {
-      const std::size_t j = (step + static_cast<std::size_t>(id) * 5) % jobs.size();
-      const Job &job = jobs[j];
-      if (own_count) {
-        const int n = kLocalCounts[(step + static_cast<std::size_t>(r + id)) % 4];
-        if (ak_set_num_threads_local(n) != AK_OK || ak_get_num_threads_local() != n)
-          failures.add("ak_set_num_threads_local(" + std::to_string(n) + ") did not hold");
-      }
-      std::vector<float> &out = outs[j];
-      std::memset(out.data(), 0x3C + id, out.size() * sizeof(float)); // unlike either reference's
-      const ak_status s = job.run(out.data());
-      ++stats.calls;
-      if (s != AK_OK) {
-        failures.add("worker " + std::to_string(id) + ": " + failed_call(job, s));
-        continue;
-      }
-      std::size_t match = 0;
-      while (match < isas.size() && !same(refs[match][j], out.data())) ++match;
-      if (match == isas.size())
-        failures.add("worker " + std::to_string(id) + ", round " + std::to_string(r) + ": " +
-                     mismatch(job, out, refs, j, isas));
-      else
-        ++stats.by_isa[match];
+  for (std::size_t step = 0; step < jobs.size(); ++step) {
+    const std::size_t j = (step + static_cast<std::size_t>(id) * 5) % jobs.size();
+    const Job &job = jobs[j];
+    if (own_count) {
+      const int n = kLocalCounts[(step + static_cast<std::size_t>(round + id)) % 4];
+      if (ak_set_num_threads_local(n) != AK_OK || ak_get_num_threads_local() != n ||
+          (n > 0 && ak_get_num_threads() != n))
+        failures.add("ak_set_num_threads_local(" + std::to_string(n) + ") did not hold");
     }
+    std::vector<float> &out = outs[j];
+    std::memset(out.data(), 0x3C + id, out.size() * sizeof(float)); // unlike either reference's
+    const ak_status s = job.run(out.data());
+    ++stats.calls;
+    if (s != AK_OK) {
+      failures.add("worker " + std::to_string(id) + ": " + failed_call(job, s));
+      continue;
+    }
+    std::vector<std::size_t> matches;
+    for (std::size_t i = 0; i < isas.size(); ++i)
+      if (same(refs[i][j], out.data())) matches.push_back(i);
+    if (matches.empty())
+      failures.add("worker " + std::to_string(id) + ", round " + std::to_string(round) + ": " +
+                   mismatch(job, out, refs, j, isas));
+    else if (matches.size() == 1)
+      ++stats.by_isa[matches[0]];
+    if (step % 4 == 0) misuse(id, failures);
   }
-  if (own_count) ak_set_num_threads_local(0);
 }
 
 // Changes the instruction set every millisecond or so, walking through every
 // pairing of set and process-wide thread count, and frees every thread's
-// kept scratch every other step, until the workers are done.
-long toggle(const std::atomic<int> &running, const std::vector<std::string> &isas,
+// kept scratch every third step (freeing takes long enough under the
+// sanitizers that a set it always followed would run more of the calls),
+// until the workers are done.
+long toggle(const std::atomic<bool> &done, const std::vector<std::string> &isas,
             Failures &failures) {
   static const int kCounts[] = {1, 2, 3, 0};
   long steps = 0;
-  for (std::size_t i = 0; running.load() > 0; ++i, ++steps) {
+  for (std::size_t i = 0; !done.load(); ++i, ++steps) {
     const std::string &isa = isas[i % isas.size()];
     const int n = kCounts[(i / isas.size()) % 4];
     if (ak_set_isa(isa.c_str()) != AK_OK || isa != ak_get_isa())
       failures.add("ak_set_isa(" + isa + ") did not hold");
     if (ak_set_num_threads(n) != AK_OK || (n > 0 && ak_get_num_threads() != n))
       failures.add("ak_set_num_threads(" + std::to_string(n) + ") did not hold");
-    if (i % 2 == 0) ak_release_scratch();
+    if (i % 3 == 0) ak_release_scratch();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return steps;
@@ -183,22 +200,32 @@ int run(int rounds, int workers) {
   const Refs refs = make_references(jobs, isas, failures);
   std::string names;
   for (const std::string &isa : isas) names += " " + isa;
-  std::printf("references: %zu calls on%s, %.1f s\n", jobs.size(), names.c_str(),
-              seconds_since(start));
+  std::size_t distinct = 0; // calls whose result tells the instruction set
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    std::size_t equal = 0;
+    for (std::size_t i = 0; i < isas.size(); ++i)
+      for (std::size_t o = 0; o < isas.size(); ++o) equal += refs[i][j] == refs[o][j] ? 1 : 0;
+    distinct += equal == isas.size() ? 1 : 0;
+  }
+  std::printf("references: %zu calls on%s (%zu of them differ on every set), %.1f s\n", jobs.size(),
+              names.c_str(), distinct, seconds_since(start));
   if (failures.count() > 0) return 1;
 
   const Clock::time_point stress = Clock::now();
-  std::atomic<int> running{workers};
+  std::atomic<bool> done{false};
   std::vector<WorkerStats> stats(static_cast<std::size_t>(workers));
+  for (WorkerStats &s : stats) s.by_isa.assign(isas.size(), 0);
   long toggles = 0;
-  std::thread toggler([&] { toggles = toggle(running, isas, failures); });
-  std::vector<std::thread> threads;
-  for (int w = 0; w < workers; ++w)
-    threads.emplace_back([&, w] {
-      worker(w, rounds, jobs, refs, isas, failures, stats[static_cast<std::size_t>(w)]);
-      running.fetch_sub(1);
-    });
-  for (std::thread &t : threads) t.join();
+  std::thread toggler([&] { toggles = toggle(done, isas, failures); });
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<std::thread> threads;
+    for (int w = 0; w < workers; ++w)
+      threads.emplace_back([&, w, r] {
+        worker(w, r, jobs, refs, isas, failures, stats[static_cast<std::size_t>(w)]);
+      });
+    for (std::thread &t : threads) t.join();
+  }
+  done.store(true);
   toggler.join();
   ak_set_isa(nullptr);
   ak_set_num_threads(0);
@@ -212,8 +239,8 @@ int run(int rounds, int workers) {
     matched += " " + isas[i] + " " + std::to_string(n);
   }
   for (const WorkerStats &s : stats) calls += s.calls;
-  std::printf("stress: %d workers x %d rounds, %ld calls (results of%s), %ld setting changes, "
-              "%.1f s\n",
+  std::printf("stress: %d workers x %d rounds, %ld calls (of those that tell the set:%s), "
+              "%ld setting changes, %.1f s\n",
               workers, rounds, calls, matched.c_str(), toggles, seconds_since(stress));
   if (failures.count() > 0) {
     std::fprintf(stderr, "%d failures\n", failures.count());
