@@ -9,6 +9,8 @@
 #                            gnuplot-nox (bench/chart.py draws the SGEMM chart with it)
 #   install-deps.sh --clang  also Clang and its OpenMP runtime (scripts/test.sh --clang)
 #   install-deps.sh --sanitize  also Clang's sanitizer runtimes (scripts/test.sh --sanitize, CI)
+#   install-deps.sh --tsan   the same for ThreadSanitizer (scripts/test.sh --tsan, CI); libomp-dev
+#                            brings libarcher.so, the OpenMP tool the TSan run loads
 #   install-deps.sh --fuzz   also Clang's sanitizer and libFuzzer runtimes (scripts/fuzz.sh)
 set -euo pipefail
 
@@ -25,14 +27,14 @@ if [[ "${1:-}" == "--bench" ]]; then
   # without it configuring the benchmark fails on a fresh machine.
   want+=(libbenchmark-dev libopenblas-dev libdnnl-dev ocl-icd-opencl-dev gnuplot-nox)
 fi
-if [[ "${1:-}" == "--clang" || "${1:-}" == "--sanitize" || "${1:-}" == "--fuzz" ]]; then
-  want+=(clang libomp-dev)
-fi
-if [[ "${1:-}" == "--sanitize" || "${1:-}" == "--fuzz" ]]; then
-  # Debian 12's Clang is 14; its ASan/UBSan (and libFuzzer) runtimes are only
+case "${1:-}" in --clang | --sanitize | --tsan | --fuzz) want+=(clang libomp-dev) ;; esac
+case "${1:-}" in
+--sanitize | --tsan | --fuzz)
+  # Debian 12's Clang is 14; its ASan/UBSan/TSan (and libFuzzer) runtimes are only
   # recommended by clang, which --no-install-recommends below leaves out.
   want+=(libclang-rt-14-dev)
-fi
+  ;;
+esac
 
 missing=()
 for pkg in "${want[@]}"; do
