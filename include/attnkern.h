@@ -306,8 +306,10 @@ AK_API void ak_attention_desc_init(ak_attention_desc *d);
    underflows) feeds nothing: NaN or Inf in its v does not reach the output.
    lse = log sum_j exp(scale q.k_j + bias_j) over the
    visible keys: a score of +inf or NaN (from an infinite or NaN q, k or
-   bias entry, or a q.k whose fp32 sum overflows) makes the row's output,
-   probs and lse NaN, on every instruction set; scores of -inf weigh 0.
+   bias entry) makes the row's output, probs and lse NaN; scores of -inf
+   weigh 0. A q.k whose fp32 sum overflows is +inf, -inf, NaN or finite
+   depending on the order its products are summed in, which differs
+   between instruction sets; the first two kinds give one result: NaN.
    Scores are formed in fp32 as (scale * q) . k + bias: a scaled query entry
    or a score past FLT_MAX is infinite (as above).
    Score modifiers, in this order inside a score s = scale * q.k:

@@ -1,8 +1,9 @@
-// Scores whose fp32 sum overflows: every instruction set gives the same
+// Scores whose products overflow: every instruction set gives the same
 // result. Whether such a q.k comes out +inf or NaN depends on how its
 // products were summed (SIMD lanes, FMA), so attnkern.h makes both the
 // same: the row's output, probs and lse are NaN, and other rows keep their
-// values.
+// values. (Other layouts can sum to -inf or a finite value on some sets:
+// the header says so; these are the ones whose kinds it makes agree.)
 #include <gtest/gtest.h>
 
 #include <cmath>

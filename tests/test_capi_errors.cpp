@@ -752,6 +752,28 @@ TEST(CapiErrorsDegenerate, SgemmWritesOnlyItsRegion) {
   }
 }
 
+// An operand the products do not read (A and B with k = 0; every one with
+// m = 0) may have any stride: the call reads none of it and never offsets
+// its pointer (an offset past int64 is undefined, which UBSan stops).
+TEST(CapiErrorsDegenerate, StridedBatchIgnoresStridesOfUnreadOperands) {
+  constexpr std::int64_t kFar = std::numeric_limits<std::int64_t>::max();
+  float a[1] = {1.0f}, b[1] = {1.0f}, c[3] = {2.0f, 4.0f, 8.0f};
+  ASSERT_EQ(ak_sgemm_strided_batched(AK_NO_TRANS, AK_NO_TRANS, 1, 1, 0, 1.0f, a, 1, kFar, b, 1,
+                                     kFar, 0.5f, c, 1, 1, 3),
+            AK_OK)
+      << ak_last_error();
+  EXPECT_EQ(c[0], 1.0f);
+  EXPECT_EQ(c[1], 2.0f);
+  EXPECT_EQ(c[2], 4.0f);
+  // m = 0 over the largest batch (B, which is not empty, shared): nothing
+  // to do, at once.
+  EXPECT_EQ(ak_sgemm_strided_batched(AK_NO_TRANS, AK_NO_TRANS, 0, 1, 1, 1.0f, a, 1, kFar, b, 1, 0,
+                                     0.0f, c, 1, kFar, kFar),
+            AK_OK)
+      << ak_last_error();
+  EXPECT_EQ(c[0], 1.0f);
+}
+
 TEST(CapiErrorsDegenerate, SoftmaxLeavesPaddingAlone) {
   for (bool in_place : {false, true}) {
     SCOPED_TRACE(in_place ? "in place" : "out of place");

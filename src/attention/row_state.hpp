@@ -41,9 +41,9 @@ template <class V> inline bool has_non_finite(const float *x, std::int64_t n) {
 
 // out = acc / l; returns lse = m + log l (-inf and zeros when l == 0).
 // A +inf or NaN score makes l (and so out) NaN, and lse NaN with it: one
-// result for both, because an overflowing score is +inf or NaN depending
-// on the order its lanes were summed in (+inf + -inf), which differs
-// between instruction sets. Only a +inf sink (l finite) gives lse = +inf.
+// result for both, because a q.k whose products overflow often sums to
+// +inf with FMA and to NaN (+inf + -inf) without, which differs between
+// instruction sets. Only a +inf sink (l finite) gives lse = +inf.
 // *finite: whether every entry of out is finite, judged on the quotients
 // in registers (q - q is 0 for a finite q, NaN for Inf and NaN) rather than
 // by reading out back right after the stores.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 
 #include "../kernel_table.hpp"
@@ -72,13 +73,17 @@ void sgemm_planned(const GemmArgs &g, const GemmPlan &plan, float *scratch) {
   sgemm_packed<V, Cfg>(g, plan, scratch);
 }
 
-// Product i of a batch. An empty product's matrices may be NULL, and no
-// offset may be applied to a null pointer (not even one never read).
-inline GemmArgs product(const GemmArgs &g, const GemmBatch &batch, std::int64_t i) {
+// Product i of a batch, with only the matrices its plan reads offset: an
+// empty operand's stride was never bounded (the call reads nothing of it),
+// and no offset may be applied to a null pointer either.
+inline GemmArgs product(const GemmArgs &g, const GemmBatch &batch, std::int64_t i,
+                        const GemmPlan &plan) {
   GemmArgs one = g;
-  if (one.a) one.a += i * batch.stride_a;
-  if (one.b) one.b += i * batch.stride_b;
-  if (one.c) one.c += i * batch.stride_c;
+  if (plan.path != GemmPath::scale_c) {
+    one.a += i * batch.stride_a;
+    one.b += i * batch.stride_b;
+  }
+  one.c += i * batch.stride_c;
   return one;
 }
 
@@ -90,27 +95,47 @@ inline GemmArgs product(const GemmArgs &g, const GemmBatch &batch, std::int64_t 
 // store: out of memory leaves C as it was.
 template <class V, class Cfg>
 KernelStatus sgemm_batched(const GemmArgs &g, const GemmBatch &batch, int threads) {
-  if (batch.count <= 0) return KernelStatus::ok;
   const double flops = 2.0 * g.m * g.n * g.k;
   const bool per_thread =
       threads > 1 && batch.count >= threads && flops < Cfg::batch_per_thread_max_flops;
   const GemmPlan plan = plan_sgemm<Cfg>(g, per_thread ? 1 : threads);
+  if (batch.count <= 0 || plan.path == GemmPath::none) return KernelStatus::ok;
   const std::int64_t floats = scratch_floats(g, plan);
   if (!per_thread) {
-    Scratch scratch(static_cast<std::size_t>(floats));
-    if (floats > 0 && !scratch.data()) return KernelStatus::out_of_memory;
+    std::optional<Scratch> scratch;
+    if (floats > 0) {
+      scratch.emplace(static_cast<std::size_t>(floats));
+      if (!scratch->data()) return KernelStatus::out_of_memory;
+    }
     for (std::int64_t i = 0; i < batch.count; ++i)
-      sgemm_planned<V, Cfg>(product(g, batch, i), plan, scratch.data());
+      sgemm_planned<V, Cfg>(product(g, batch, i, plan), plan, scratch ? scratch->data() : nullptr);
     return KernelStatus::ok;
   }
-  // One slice per team member, on pages of its own.
-  const std::int64_t slice = round_up(floats, 1024);
-  Scratch scratch(static_cast<std::size_t>(slice * threads));
-  if (slice > 0 && !scratch.data()) return KernelStatus::out_of_memory;
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (std::int64_t i = 0; i < batch.count; ++i)
-    sgemm_planned<V, Cfg>(product(g, batch, i), plan, scratch.data() + slice * omp_thread_id());
-  return KernelStatus::ok;
+  // Each team member takes its own buffer (kept for its next call, first
+  // touched where it runs), and no product starts until every member has
+  // one.
+  bool out_of_memory = false;
+#pragma omp parallel num_threads(threads)
+  {
+    std::optional<Scratch> mine;
+    if (floats > 0) {
+      mine.emplace(static_cast<std::size_t>(floats));
+      if (!mine->data()) {
+#pragma omp atomic write
+        out_of_memory = true;
+      }
+    }
+#pragma omp barrier
+    bool failed;
+#pragma omp atomic read
+    failed = out_of_memory;
+    if (!failed) {
+#pragma omp for schedule(static)
+      for (std::int64_t i = 0; i < batch.count; ++i)
+        sgemm_planned<V, Cfg>(product(g, batch, i, plan), plan, mine ? mine->data() : nullptr);
+    }
+  }
+  return out_of_memory ? KernelStatus::out_of_memory : KernelStatus::ok;
 }
 
 } // namespace AK_ISA_NS
