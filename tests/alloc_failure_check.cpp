@@ -94,7 +94,7 @@ void check_all() {
          b = ramp(static_cast<std::size_t>(k * n), 0.02f);
     std::vector<float> c = ramp(static_cast<std::size_t>(m * n), 0.5f);
     Entry e{std::string("ak_sgemm ") + (trans_a ? "skinny, A transposed" : "packed"),
-            [&, m, n, k, trans_a] {
+            [&] {
               return ak_sgemm(trans_a ? AK_TRANS : AK_NO_TRANS, AK_NO_TRANS, m, n, k, 1.0f,
                               a.data(), trans_a ? m : k, b.data(), n, 0.5f, c.data(), n);
             },
@@ -110,7 +110,7 @@ void check_all() {
     auto b = ramp(static_cast<std::size_t>(batch * s * s), 0.03f);
     std::vector<float> c = ramp(static_cast<std::size_t>(batch * s * s), 0.25f);
     Entry e{"ak_sgemm_strided_batched batch " + std::to_string(batch),
-            [&, s, batch] {
+            [&] {
               return ak_sgemm_strided_batched(AK_NO_TRANS, AK_TRANS, s, s, s, 1.0f, a.data(), s,
                                               s * s, b.data(), s, s * s, 0.5f, c.data(), s, s * s,
                                               batch);
@@ -126,7 +126,7 @@ void check_all() {
     auto x = ramp(static_cast<std::size_t>(rows * cols), 0.1f);
     std::vector<float> y(x.size(), 3.0f);
     Entry e{log ? "ak_log_softmax" : "ak_softmax",
-            [&, log] {
+            [&] {
               return (log ? ak_log_softmax : ak_softmax)(rows, cols, x.data(), cols, y.data(),
                                                          cols);
             },
@@ -173,7 +173,7 @@ void check_all() {
       kp = k16.data(), vp = v16.data();
     }
     Entry e{"ak_attention variant " + std::to_string(variant),
-            [&, kp, vp] {
+            [&] {
               return ak_attention(&desc, q.data(), static_cast<const float *>(kp),
                                   static_cast<const float *>(vp), out.data());
             },
@@ -203,7 +203,7 @@ void check_all() {
       slots[static_cast<std::size_t>(i)] = (i * 5) % capacity;
     std::vector<float> pool(static_cast<std::size_t>(capacity * kvh * d), 2.0f);
     Entry e{"ak_kv_cache_store capacity " + std::to_string(capacity),
-            [&, capacity] {
+            [&] {
               return ak_kv_cache_store(tokens, kvh, d, src.data(), nullptr, slots.data(), AK_F32,
                                        pool.data(), capacity, 1, nullptr);
             },
