@@ -10,6 +10,8 @@
 #   install-deps.sh --clang  also Clang and its OpenMP runtime (scripts/test.sh --clang)
 #   install-deps.sh --sanitize  also Clang's sanitizer runtimes (scripts/test.sh --sanitize, CI)
 #   install-deps.sh --fuzz   also Clang's sanitizer and libFuzzer runtimes (scripts/fuzz.sh)
+#   install-deps.sh --aarch64  also the AArch64 cross compiler and qemu-user
+#                            (scripts/cross-aarch64.sh, CI); googletest: the sources
 set -euo pipefail
 
 want=(cmake g++ make pkg-config libxsimd-dev libgtest-dev python3 python3-numpy python3-onnx
@@ -32,6 +34,10 @@ if [[ "${1:-}" == "--sanitize" || "${1:-}" == "--fuzz" ]]; then
   # Debian 12's Clang is 14; its ASan/UBSan (and libFuzzer) runtimes are only
   # recommended by clang, which --no-install-recommends below leaves out.
   want+=(libclang-rt-14-dev)
+fi
+
+if [[ "${1:-}" == "--aarch64" ]]; then
+  want+=(g++-aarch64-linux-gnu qemu-user googletest)
 fi
 
 missing=()
