@@ -35,6 +35,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --aarch64
+t_deps=$SECONDS
 dir=build-aarch64
 jobs=$(nproc 2>/dev/null || echo 2)
 t0=$SECONDS
@@ -104,4 +105,4 @@ for isa in neon scalar; do
 done
 AK_ISA=avx9000 qemu-aarch64 "$dir/tests/isa_env_check" best
 t_run=$((SECONDS - t1))
-echo "cross-aarch64: NEON build and tests OK (build ${t_build} s, qemu runs ${t_run} s)"
+echo "cross-aarch64: NEON build and tests OK (deps ${t_deps} s, build ${t_build} s, qemu runs ${t_run} s)"
