@@ -47,8 +47,8 @@ set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
 set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 TC
-# xsimd is header-only: the host's package serves. The tests at -O1: they
-# compile in about half the time, and run under qemu as fast.
+# xsimd is header-only: the host's package serves. The tests at -O1 (the
+# library keeps its Release flags): they compile in about 40 % less time.
 xsimd_dir=$(dirname "$(find /usr/lib /usr/share -name xsimdConfig.cmake | head -1)")
 cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE="$PWD/$dir/toolchain.cmake" -DCMAKE_BUILD_TYPE=Release \
   -DAK_WERROR=ON -Dxsimd_DIR="$xsimd_dir" -DAK_GTEST_SOURCE_DIR=/usr/src/googletest \
