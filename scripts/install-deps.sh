@@ -12,6 +12,8 @@
 #   install-deps.sh --tsan   the same for ThreadSanitizer (scripts/test.sh --tsan, CI); libomp-dev
 #                            brings libarcher.so, the OpenMP tool the TSan run loads
 #   install-deps.sh --fuzz   also Clang's sanitizer and libFuzzer runtimes (scripts/fuzz.sh)
+#   install-deps.sh --aarch64  also the AArch64 cross compiler and qemu-user
+#                            (scripts/cross-aarch64.sh, CI); googletest: the sources
 set -euo pipefail
 
 want=(cmake g++ make pkg-config libxsimd-dev libgtest-dev python3 python3-numpy python3-onnx
@@ -35,6 +37,10 @@ case "${1:-}" in
   want+=(libclang-rt-14-dev)
   ;;
 esac
+
+if [[ "${1:-}" == "--aarch64" ]]; then
+  want+=(g++-aarch64-linux-gnu qemu-user googletest)
+fi
 
 missing=()
 for pkg in "${want[@]}"; do

@@ -113,7 +113,15 @@ template <class Arch> struct XsimdVec {
   static reg add(reg a, reg b) { return a + b; }
   static reg sub(reg a, reg b) { return a - b; }
   static reg mul(reg a, reg b) { return a * b; }
-  static reg div(reg a, reg b) { return a / b; }
+  // Correctly rounded. (xsimd 8.1 has no float division for neon64: it
+  // falls back to 32-bit NEON's reciprocal estimate and two Newton steps,
+  // ulps off, and of the wrong sign for a subnormal or infinite divisor.)
+  static reg div(reg a, reg b) {
+#if defined(__aarch64__)
+    if constexpr (width == 4) return vdivq_f32(a, b);
+#endif
+    return a / b;
+  }
   static reg max(reg a, reg b) { return xsimd::max(a, b); }
   static reg min(reg a, reg b) { return xsimd::min(a, b); }
   // Whether fmadd below rounds once (a fused instruction).
