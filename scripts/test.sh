@@ -68,4 +68,8 @@ exclude=()
 # library itself with another compiler and OpenMP runtime.
 # (Sanitizer builds do not register it, nor the install test.)
 [[ "${1:-}" == "--clang" ]] && exclude=(-E '^subproject_consume$')
+# Tests run side by side, one per core: an OpenMP worker left spinning after
+# its team's last region (libomp spins for 200 ms) would take the core the
+# other test needs while its own process computes a float64 reference.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 ctest -j"$jobs" --output-on-failure --timeout 600 "${exclude[@]}"
