@@ -106,6 +106,7 @@ TEST_P(AttentionOverflow, OverflowingScoreMakesItsRowNaNLseIncluded) {
       for (std::int64_t kv_len : {5, 40, 3000})
         for (std::int64_t d : {16, 64, 128}) {
           if (q_len == 64 && kv_len == 3000) continue; // the packed path at kv 40 suffices
+          if (kSanitized && (d == 64 || q_len == 3)) continue;
           run_case({q_len, kv_len, d, type});
         }
 }

@@ -653,6 +653,7 @@ TEST_P(Softmax, LargeOutputRowsSameBitsWhereverStored) {
     std::vector<float> first;
     for (const int threads : {1, 2})
       for (const int mode : {0, 1, 2}) { // aligned y, y one float off and padded, in place
+        if (kSanitized && threads == 1 && mode != 0) continue; // (a sample: 4 of 6)
         SCOPED_TRACE(std::string(log ? "log " : "") + "threads=" + std::to_string(threads) +
                      " mode=" + std::to_string(mode));
         ASSERT_EQ(ak_set_num_threads(threads), AK_OK);
