@@ -12,15 +12,6 @@
 namespace guard {
 namespace {
 
-AttnSpec spec(const char *label, std::int64_t batch, std::int64_t heads, std::int64_t kv_heads,
-              std::int64_t q_len, std::int64_t kv_len, std::int64_t dk, std::int64_t dv = 0) {
-  AttnSpec s;
-  s.label = label;
-  s.batch = batch, s.heads = heads, s.kv_heads = kv_heads;
-  s.q_len = q_len, s.kv_len = kv_len, s.dk = dk, s.dv = dv;
-  return s;
-}
-
 std::vector<AttnSpec> contiguous_specs() {
   std::vector<AttnSpec> v;
   v.push_back(spec("smallest", 1, 1, 1, 1, 1, 1));

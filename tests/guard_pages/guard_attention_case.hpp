@@ -71,4 +71,15 @@ void attention_case(const AttnSpec &s);
 
 std::string describe(const AttnSpec &s);
 
+// A spec of these shapes, every other field at its default.
+inline AttnSpec spec(const char *label, std::int64_t batch, std::int64_t heads,
+                     std::int64_t kv_heads, std::int64_t q_len, std::int64_t kv_len,
+                     std::int64_t dk, std::int64_t dv = 0) {
+  AttnSpec s;
+  s.label = label;
+  s.batch = batch, s.heads = heads, s.kv_heads = kv_heads;
+  s.q_len = q_len, s.kv_len = kv_len, s.dk = dk, s.dv = dv;
+  return s;
+}
+
 } // namespace guard

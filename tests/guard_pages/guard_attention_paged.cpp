@@ -15,11 +15,8 @@ namespace {
 AttnSpec paged(const char *label, std::int64_t page_size, std::int64_t batch, std::int64_t heads,
                std::int64_t kv_heads, std::int64_t q_len, std::int64_t kv_len, std::int64_t dk,
                std::int64_t dv = 0) {
-  AttnSpec s;
-  s.label = label;
+  AttnSpec s = spec(label, batch, heads, kv_heads, q_len, kv_len, dk, dv);
   s.page_size = page_size;
-  s.batch = batch, s.heads = heads, s.kv_heads = kv_heads;
-  s.q_len = q_len, s.kv_len = kv_len, s.dk = dk, s.dv = dv;
   return s;
 }
 
